@@ -1,0 +1,133 @@
+//! `sim bench`: effective bandwidth of a solver's step next to a COPY kernel measured in the
+//! same run, with the same threads and the same row split.
+
+use std::time::Instant;
+
+use rayon::prelude::*;
+
+use crate::error::{Result, SimError, input};
+use crate::real::{Precision, Real};
+use crate::solvers::heat::kernels;
+
+#[derive(Clone, Debug)]
+pub struct BenchOptions {
+    pub name: String,
+    /// Nodes per side (2D) or in total (1D).
+    pub size: usize,
+    pub precision: Precision,
+    pub threads: Option<usize>,
+    /// Minimum timed duration of each kernel (at least 20 iterations are always run).
+    pub seconds: f64,
+}
+
+pub const NAMES: &[&str] = &["copy", "heat1d", "heat2d"];
+
+/// Run a benchmark and return its figures as JSON.
+pub fn bench(o: &BenchOptions) -> Result<serde_json::Value> {
+    if !NAMES.contains(&o.name.as_str()) {
+        return input(format!("bench: unknown benchmark '{}' (choose one of {})", o.name, NAMES.join(", ")));
+    }
+    if o.size < 3 {
+        return input(format!("--size {}: at least 3", o.size));
+    }
+    if !(o.seconds.is_finite() && o.seconds > 0.0) {
+        return input(format!("--seconds {}: must be positive", o.seconds));
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(o.threads.unwrap_or(0))
+        .build()
+        .map_err(|e| SimError::Run(format!("cannot start threads: {e}")))?;
+    pool.install(|| match o.precision {
+        Precision::F32 => run::<f32>(o),
+        Precision::F64 => run::<f64>(o),
+    })
+}
+
+fn run<T: Real>(o: &BenchOptions) -> Result<serde_json::Value> {
+    let (nx, ny) = if o.name == "heat1d" { (o.size, 1) } else { (o.size, o.size) };
+    let n = nx * ny;
+    let mut a: Vec<T> = (0..n).into_par_iter().map(|k| T::of((k % 7) as f64 * 0.1)).collect();
+    let mut b: Vec<T> = vec![T::zero(); n];
+    let bytes = 2.0 * n as f64 * T::PRECISION.bytes() as f64;
+    let r = T::of(0.2);
+    let copy = time_loop(o.seconds, || {
+        kernels::copy2d(&a, &mut b, nx);
+        std::mem::swap(&mut a, &mut b);
+    });
+    let kernel = match o.name.as_str() {
+        "heat1d" => Some(time_loop(o.seconds, || {
+            kernels::ftcs1d(&a, &mut b, r);
+            std::mem::swap(&mut a, &mut b);
+        })),
+        "heat2d" => Some(time_loop(o.seconds, || {
+            kernels::ftcs2d(&a, &mut b, nx, r);
+            std::mem::swap(&mut a, &mut b);
+        })),
+        _ => None,
+    };
+    let copy_bw = bytes / copy.1 / 1e9;
+    let mut v = serde_json::json!({
+        "name": o.name,
+        "backend": "cpu",
+        "precision": T::PRECISION.name(),
+        "threads": rayon::current_num_threads(),
+        "nx": nx,
+        "ny": ny,
+        "elements": n,
+        "unit": "GB/s (1e9 bytes/s)",
+        "copy": {"iterations": copy.0, "time_per_step_s": copy.1, "bw_GBps": copy_bw},
+    });
+    if let Some((iters, t)) = kernel {
+        let bw = bytes / t / 1e9;
+        v["kernel"] = serde_json::json!({
+            "iterations": iters,
+            "time_per_step_s": t,
+            "bw_eff_GBps": bw,
+            "mcells_per_s": n as f64 / t / 1e6,
+            "fraction_of_copy": bw / copy_bw,
+        });
+    }
+    Ok(v)
+}
+
+/// Untimed warm-up, then repeat `f` until at least `seconds` and 20 iterations have passed;
+/// returns (iterations, mean seconds per iteration).
+fn time_loop(seconds: f64, mut f: impl FnMut()) -> (u64, f64) {
+    for _ in 0..3 {
+        f();
+    }
+    let start = Instant::now();
+    let mut iters = 0u64;
+    while iters < 20 || start.elapsed().as_secs_f64() < seconds {
+        f();
+        iters += 1;
+    }
+    (iters, start.elapsed().as_secs_f64() / iters as f64)
+}
+
+/// Human-readable form of [`bench`]'s result.
+pub fn text(v: &serde_json::Value) -> String {
+    let mut s = format!(
+        "bench {} on {} ({}, {} threads), {} x {} = {} elements\n  COPY:   {:>9.3e} s/step  {:>8.2} GB/s\n",
+        v["name"].as_str().unwrap_or(""),
+        v["backend"].as_str().unwrap_or(""),
+        v["precision"].as_str().unwrap_or(""),
+        v["threads"],
+        v["nx"],
+        v["ny"],
+        v["elements"],
+        v["copy"]["time_per_step_s"].as_f64().unwrap_or(0.0),
+        v["copy"]["bw_GBps"].as_f64().unwrap_or(0.0),
+    );
+    if let Some(k) = v.get("kernel") {
+        s += &format!(
+            "  {:<7} {:>9.3e} s/step  {:>8.2} GB/s (BW_e)  {:.1} Mcells/s  {:.1}% of COPY\n",
+            format!("{}:", v["name"].as_str().unwrap_or("").to_uppercase()),
+            k["time_per_step_s"].as_f64().unwrap_or(0.0),
+            k["bw_eff_GBps"].as_f64().unwrap_or(0.0),
+            k["mcells_per_s"].as_f64().unwrap_or(0.0),
+            100.0 * k["fraction_of_copy"].as_f64().unwrap_or(0.0),
+        );
+    }
+    s
+}

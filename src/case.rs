@@ -1,0 +1,209 @@
+//! Case files: YAML parsed into plain structs (unknown keys rejected), then a second pass
+//! that checks values and names the offending key.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Result, SimError, input};
+use crate::real::Precision;
+use crate::solvers::heat::{Heat1dParams, Heat2dParams};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Case {
+    /// Names the run: default output directory `out/<name>` and file prefix.
+    pub name: String,
+    #[serde(default)]
+    pub description: Option<String>,
+    pub solver: SolverCase,
+    #[serde(default)]
+    pub precision: Precision,
+    #[serde(default)]
+    pub backend: Backend,
+    /// Worker threads for the CPU back end; 0 = all hardware threads.
+    #[serde(default)]
+    pub threads: usize,
+    pub time: TimeControl,
+    #[serde(default)]
+    pub output: OutputControl,
+    #[serde(default)]
+    pub checkpoint: CheckpointControl,
+    #[serde(default)]
+    pub guard: GuardControl,
+}
+
+/// The solver and its physical/numerical parameters (`solver: {heat2d: {...}}`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SolverCase {
+    Heat1d(Heat1dParams),
+    Heat2d(Heat2dParams),
+}
+
+impl SolverCase {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            SolverCase::Heat1d(_) => "heat1d",
+            SolverCase::Heat2d(_) => "heat2d",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Backend {
+    #[default]
+    Cpu,
+    Cuda,
+    Auto,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct TimeControl {
+    /// Simulated time at which the run stops (the last step is shortened to hit it).
+    #[serde(default)]
+    pub end_time: Option<f64>,
+    /// Step number at which the run stops.
+    #[serde(default)]
+    pub end_step: Option<u64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct OutputControl {
+    /// Output directory; default `out/<name>`.
+    #[serde(default)]
+    pub dir: Option<PathBuf>,
+    /// Write a VTK file every this many steps.
+    #[serde(default)]
+    pub every_steps: Option<u64>,
+    /// Write a VTK file each time the simulated time crosses a multiple of this.
+    #[serde(default)]
+    pub every_time: Option<f64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckpointControl {
+    /// Write a checkpoint every this many steps (one is always written at the end).
+    #[serde(default)]
+    pub every_steps: Option<u64>,
+    /// How many checkpoints to keep (older ones are deleted).
+    #[serde(default = "default_keep")]
+    pub keep: usize,
+}
+
+fn default_keep() -> usize {
+    2
+}
+
+impl Default for CheckpointControl {
+    fn default() -> Self {
+        CheckpointControl { every_steps: None, keep: default_keep() }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GuardControl {
+    /// Check for NaN/Inf and append a row to history.csv every this many steps.
+    #[serde(default = "default_check_every")]
+    pub check_every: u64,
+}
+
+fn default_check_every() -> u64 {
+    100
+}
+
+impl Default for GuardControl {
+    fn default() -> Self {
+        GuardControl { check_every: default_check_every() }
+    }
+}
+
+impl Case {
+    /// Parse case text; `origin` names the file in error messages.
+    pub fn parse(text: &str, origin: &str) -> Result<Case> {
+        let case: Case = serde_saphyr::from_str(text)
+            .map_err(|e| SimError::Input(format!("case file {origin}: {e}")))?;
+        case.validate().map_err(|e| SimError::Input(format!("case file {origin}: {e}")))?;
+        Ok(case)
+    }
+
+    pub fn load(path: &Path) -> Result<(Case, String)> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            SimError::Input(format!("cannot read case file {}: {e}", path.display()))
+        })?;
+        let case = Case::parse(&text, &path.display().to_string())?;
+        Ok((case, text))
+    }
+
+    /// Value checks after parsing; each error names the key.
+    pub fn validate(&self) -> Result<()> {
+        if self.name.is_empty()
+            || !self.name.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+        {
+            return input(format!(
+                "name: {:?} must be non-empty and use only letters, digits, '_', '-' and '.'",
+                self.name
+            ));
+        }
+        match &self.solver {
+            SolverCase::Heat1d(p) => p.validate()?,
+            SolverCase::Heat2d(p) => p.validate()?,
+        }
+        self.validate_controls()
+    }
+
+    /// Checks of the run controls: the part of a case that may change on restart.
+    pub fn validate_controls(&self) -> Result<()> {
+        let t = &self.time;
+        if t.end_time.is_none() && t.end_step.is_none() {
+            return input("time: give end_time or end_step (or both; the run stops at the first)");
+        }
+        if let Some(e) = t.end_time {
+            if !(e.is_finite() && e > 0.0) {
+                return input(format!("time.end_time: {e} must be a positive number"));
+            }
+        }
+        if t.end_step == Some(0) {
+            return input("time.end_step: must be at least 1");
+        }
+        if self.output.every_steps == Some(0) {
+            return input("output.every_steps: must be at least 1");
+        }
+        if let Some(e) = self.output.every_time {
+            if !(e.is_finite() && e > 0.0) {
+                return input(format!("output.every_time: {e} must be a positive number"));
+            }
+        }
+        if self.checkpoint.every_steps == Some(0) {
+            return input("checkpoint.every_steps: must be at least 1");
+        }
+        if self.checkpoint.keep == 0 {
+            return input("checkpoint.keep: must be at least 1");
+        }
+        if self.guard.check_every == 0 {
+            return input("guard.check_every: must be at least 1");
+        }
+        if self.threads > 4096 {
+            return input(format!("threads: {} is not a sensible thread count", self.threads));
+        }
+        Ok(())
+    }
+
+    pub fn default_out_dir(&self) -> PathBuf {
+        self.output.dir.clone().unwrap_or_else(|| PathBuf::from("out").join(&self.name))
+    }
+}
+
+/// A positive, finite number or an error naming `key`.
+pub fn positive(key: &str, v: f64) -> Result<()> {
+    if v.is_finite() && v > 0.0 {
+        Ok(())
+    } else {
+        input(format!("{key}: {v} must be a positive number"))
+    }
+}

@@ -1,0 +1,57 @@
+//! `history.csv`: one row of diagnostics per guard check.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Result, SimError};
+
+pub struct History {
+    path: PathBuf,
+    file: Option<std::fs::File>,
+}
+
+impl History {
+    /// Open for appending; on restart, rows after `keep_until` are dropped first.
+    pub fn open(path: PathBuf, keep_until: Option<u64>) -> Result<Self> {
+        if let Some(step) = keep_until {
+            if let Ok(text) = std::fs::read_to_string(&path) {
+                let kept: String = text
+                    .lines()
+                    .enumerate()
+                    .filter(|(k, l)| *k == 0 || row_step(l).is_some_and(|s| s <= step))
+                    .map(|(_, l)| format!("{l}\n"))
+                    .collect();
+                super::write_atomic(&path, kept.as_bytes())?;
+            }
+        }
+        Ok(History { path, file: None })
+    }
+
+    /// Append a row; the header is written when the file is new.
+    pub fn append(&mut self, step: u64, time: f64, wall: f64, values: &[(&str, f64)]) -> Result<()> {
+        let err = |e: std::io::Error| SimError::Run(format!("cannot write {}: {e}", self.path.display()));
+        if self.file.is_none() {
+            let new = !self.path.exists() || std::fs::metadata(&self.path).map_err(err)?.len() == 0;
+            let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&self.path).map_err(err)?;
+            if new {
+                let names: Vec<&str> = values.iter().map(|(n, _)| *n).collect();
+                writeln!(f, "step,time,wall_s,{}", names.join(",")).map_err(err)?;
+            }
+            self.file = Some(f);
+        }
+        let mut line = format!("{step},{time:.17e},{wall:.6}");
+        for (_, v) in values {
+            line += &format!(",{v:.10e}");
+        }
+        writeln!(self.file.as_mut().unwrap(), "{line}").map_err(err)
+    }
+}
+
+fn row_step(line: &str) -> Option<u64> {
+    line.split(',').next()?.parse().ok()
+}
+
+/// Path of the history file in `dir`.
+pub fn path_in(dir: &Path) -> PathBuf {
+    dir.join("history.csv")
+}

@@ -1,0 +1,16 @@
+//! `sim`: a case-driven CFD simulator.
+//!
+//! A YAML case ([`case::Case`]) is validated, turned into a [`solver::Solver`] and advanced by
+//! the driver in [`run`], which owns output (VTK series), checkpoints (HDF5) and diagnostics.
+
+pub mod bench;
+pub mod case;
+pub mod error;
+pub mod info;
+pub mod io;
+pub mod real;
+pub mod run;
+pub mod solver;
+pub mod solvers;
+
+pub use error::{Result, SimError};

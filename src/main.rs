@@ -1,0 +1,118 @@
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use sim::bench::{self, BenchOptions};
+use sim::case::Backend;
+use sim::real::Precision;
+use sim::run::{self, RunOptions};
+
+/// Case-driven CFD simulator.
+#[derive(Parser)]
+#[command(name = "sim", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a case, or continue one from a checkpoint.
+    Run {
+        /// Case file (YAML). With --restart it may change only run controls.
+        case: Option<PathBuf>,
+        /// Checkpoint file, run directory (newest checkpoint) or `latest` (with CASE).
+        #[arg(long)]
+        restart: Option<String>,
+        /// Output directory (default: output.dir of the case, else out/<name>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        #[arg(long, value_enum)]
+        backend: Option<Backend>,
+        #[arg(long, value_enum)]
+        precision: Option<Precision>,
+        /// Worker threads (default: the case's `threads`, 0 = all).
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Stop after this many steps.
+        #[arg(long)]
+        steps: Option<u64>,
+        /// Replace the results of an earlier run in the output directory.
+        #[arg(long)]
+        overwrite: bool,
+        /// No progress bar, no log lines.
+        #[arg(long)]
+        quiet: bool,
+    },
+    /// Validate a case and print what a run would do.
+    Check {
+        case: PathBuf,
+        #[arg(long, value_enum)]
+        precision: Option<Precision>,
+        #[arg(long)]
+        steps: Option<u64>,
+    },
+    /// CPU threads and CUDA devices of this machine.
+    Info,
+    /// Effective bandwidth of a kernel next to a COPY kernel.
+    Bench {
+        /// copy | heat1d | heat2d
+        name: String,
+        /// Nodes per side (2D) or in total (1D).
+        #[arg(long, default_value_t = 4096)]
+        size: usize,
+        #[arg(long, value_enum, default_value_t = Precision::F64)]
+        precision: Precision,
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Minimum timed seconds per kernel.
+        #[arg(long, default_value_t = 5.0)]
+        seconds: f64,
+        #[arg(long, value_enum, default_value_t = Backend::Cpu)]
+        backend: Backend,
+        /// Print the figures as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run { case, restart, out, backend, precision, threads, steps, overwrite, quiet } => {
+            let opts = RunOptions { case, restart, out, backend, precision, threads, steps, overwrite, quiet };
+            run::run(&opts).map(|summary| {
+                if !quiet {
+                    println!("{}", run::summary_text(&summary));
+                }
+            })
+        }
+        Command::Check { case, precision, steps } => {
+            let opts = RunOptions { case: Some(case), precision, steps, ..Default::default() };
+            run::check(&opts).map(|s| print!("{s}"))
+        }
+        Command::Info => {
+            print!("{}", sim::info::report());
+            Ok(())
+        }
+        Command::Bench { name, size, precision, threads, seconds, backend, json } => {
+            sim::info::resolve_backend(backend).and_then(|_| {
+                let v = bench::bench(&BenchOptions { name, size, precision, threads, seconds })?;
+                if json {
+                    println!("{}", serde_json::to_string_pretty(&v).expect("json"));
+                } else {
+                    print!("{}", bench::text(&v));
+                }
+                Ok(())
+            })
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(e.exit_code() as u8)
+        }
+    }
+}

@@ -1,0 +1,122 @@
+//! The interface between the driver and a solver.
+
+use crate::error::Result;
+use crate::real::{Precision, Values};
+
+/// A uniform grid of nodes, x contiguous (`idx = j*nx + i`); 1D grids have `n[1] == 1`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Grid {
+    pub n: [usize; 2],
+    pub origin: [f64; 2],
+    pub spacing: [f64; 2],
+}
+
+impl Grid {
+    pub fn nodes(&self) -> usize {
+        self.n[0] * self.n[1]
+    }
+}
+
+/// A field for visualisation: `components` values per node, interleaved.
+pub struct OutField {
+    pub name: &'static str,
+    pub components: usize,
+    pub values: Values,
+}
+
+/// An array of the solver state, stored in checkpoints under `/fields/<name>`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StateArray {
+    pub name: String,
+    /// Slowest index first (HDF5 order): `[ny, nx]` for a 2D grid.
+    pub shape: Vec<usize>,
+    pub values: Values,
+}
+
+/// Where a non-finite value was found.
+#[derive(Debug, PartialEq)]
+pub struct NonFinite {
+    pub field: &'static str,
+    pub index: Vec<usize>,
+    pub value: f64,
+}
+
+/// A time-dependent problem advanced by the driver in [`crate::run`].
+pub trait Solver: Send {
+    /// Solver name as in the case file (`heat2d`).
+    fn kind(&self) -> &'static str;
+    fn precision(&self) -> Precision;
+    fn step(&self) -> u64;
+    fn time(&self) -> f64;
+    /// The nominal time step; the driver may pass a shorter one to end exactly at end_time.
+    fn dt(&self) -> f64;
+    /// Advance one step of length `dt` (at most [`Solver::dt`]).
+    fn advance(&mut self, dt: f64);
+    fn grid(&self) -> Grid;
+    fn output_fields(&self) -> Vec<OutField>;
+    /// Everything needed to continue the run bit-exactly.
+    fn state(&self) -> Vec<StateArray>;
+    /// Inverse of [`Solver::state`]; checks names and shapes, naming what is wrong.
+    fn restore(&mut self, step: u64, time: f64, arrays: Vec<StateArray>) -> Result<()>;
+    fn find_non_finite(&self) -> Option<NonFinite>;
+    /// Named scalars appended to history.csv at every guard check.
+    fn diagnostics(&self) -> Vec<(&'static str, f64)>;
+    /// Errors against analytic or reference answers, for summary.json.
+    fn report(&self) -> serde_json::Map<String, serde_json::Value>;
+    /// Bytes that must move per step in an ideal implementation, for BW_e.
+    fn bytes_per_step(&self) -> f64;
+    /// Lines for `sim check`: stability number, dt, grid and such.
+    fn describe(&self) -> Vec<String>;
+    /// Steady-state solvers: true once converged; checked after every guard check.
+    fn converged(&self) -> bool {
+        false
+    }
+    /// Extra text for the progress bar (e.g. a residual).
+    fn status(&self) -> Option<String> {
+        None
+    }
+    /// Solver-specific result files written at the end of a run (e.g. profiles as CSV).
+    fn write_results(&self, _dir: &std::path::Path) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// Find the first non-finite value of `values`; `shape` is `[ny, nx]` or `[n]`.
+pub fn first_non_finite<T: crate::real::Real>(
+    field: &'static str,
+    values: &[T],
+    nx: usize,
+) -> Option<NonFinite> {
+    use rayon::prelude::*;
+    let k = values.par_iter().position_first(|v| !v.is_finite())?;
+    let index = if values.len() == nx { vec![k] } else { vec![k % nx, k / nx] };
+    Some(NonFinite { field, index, value: values[k].f64() })
+}
+
+/// Take the array called `name` out of `arrays`, checking its shape.
+pub fn take_array<T: crate::real::Real>(
+    arrays: &mut Vec<StateArray>,
+    name: &str,
+    shape: &[usize],
+) -> Result<Vec<T>> {
+    use crate::error::input;
+    let Some(pos) = arrays.iter().position(|a| a.name == name) else {
+        return input(format!("missing dataset /fields/{name}"));
+    };
+    let a = arrays.swap_remove(pos);
+    if a.shape != shape {
+        return input(format!(
+            "dataset /fields/{name} has shape {:?}, the case needs {:?}",
+            a.shape, shape
+        ));
+    }
+    let found = a.values.precision();
+    match T::unwrap(a.values) {
+        Some(v) => Ok(v),
+        None => input(format!(
+            "dataset /fields/{name} is {}, the run is {}",
+            found.name(),
+            T::PRECISION.name()
+        )),
+    }
+}

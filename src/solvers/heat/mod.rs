@@ -1,0 +1,350 @@
+//! Explicit heat equation `dT/dt = a laplacian(T)` with zero Dirichlet boundaries:
+//! `heat1d` (sine initial condition on [0, L]) and `heat2d` (Gaussian heat kernel on a square),
+//! each with its analytic solution.
+
+pub mod kernels;
+
+use std::f64::consts::PI;
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::case::positive;
+use crate::error::{Result, input};
+use crate::real::{Precision, Real};
+use crate::solver::{Grid, NonFinite, OutField, Solver, StateArray, first_non_finite, take_array};
+
+/// `solver: {heat1d: ...}`: `T(x,0) = amplitude sin(pi x / length)` on `[0, length]`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Heat1dParams {
+    /// Number of nodes, ends included.
+    pub n: usize,
+    /// Stability number `r = a dt / dx^2` (stable for r <= 1/2); sets dt.
+    pub r: f64,
+    #[serde(default = "one")]
+    pub diffusivity: f64,
+    #[serde(default = "one")]
+    pub length: f64,
+    #[serde(default = "six")]
+    pub amplitude: f64,
+}
+
+/// `solver: {heat2d: ...}`: heat kernel of age `t0` centred in the square `domain`².
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Heat2dParams {
+    /// Nodes per side, edges included.
+    pub n: usize,
+    /// Stability number `r = a dt / dx^2` (stable for r <= 1/4); sets dt.
+    pub r: f64,
+    #[serde(default = "one")]
+    pub diffusivity: f64,
+    /// Age of the initial Gaussian.
+    #[serde(default = "default_t0")]
+    pub t0: f64,
+    /// `[lo, hi]` of both axes.
+    #[serde(default = "default_domain")]
+    pub domain: [f64; 2],
+}
+
+fn one() -> f64 {
+    1.0
+}
+fn six() -> f64 {
+    6.0
+}
+fn default_t0() -> f64 {
+    0.001
+}
+fn default_domain() -> [f64; 2] {
+    [-1.0, 1.0]
+}
+
+/// Largest node count per axis we accept (memory is reported by `sim check`).
+const MAX_N_1D: usize = 1 << 30;
+const MAX_N_2D: usize = 1 << 16;
+
+fn check_n(key: &str, n: usize, max: usize) -> Result<()> {
+    if n < 3 {
+        return input(format!("{key}: {n} nodes is too few (at least 3)"));
+    }
+    if n > max {
+        return input(format!("{key}: {n} nodes is more than the supported {max}"));
+    }
+    Ok(())
+}
+
+fn check_r(key: &str, r: f64, limit: f64) -> Result<()> {
+    positive(key, r)?;
+    if r > limit {
+        return input(format!(
+            "{key}: {r} exceeds the stability limit r <= {limit} of the explicit scheme"
+        ));
+    }
+    Ok(())
+}
+
+impl Heat1dParams {
+    pub fn validate(&self) -> Result<()> {
+        check_n("solver.heat1d.n", self.n, MAX_N_1D)?;
+        check_r("solver.heat1d.r", self.r, 0.5)?;
+        positive("solver.heat1d.diffusivity", self.diffusivity)?;
+        positive("solver.heat1d.length", self.length)?;
+        if !self.amplitude.is_finite() {
+            return input("solver.heat1d.amplitude: must be finite");
+        }
+        Ok(())
+    }
+}
+
+impl Heat2dParams {
+    pub fn validate(&self) -> Result<()> {
+        check_n("solver.heat2d.n", self.n, MAX_N_2D)?;
+        check_r("solver.heat2d.r", self.r, 0.25)?;
+        positive("solver.heat2d.diffusivity", self.diffusivity)?;
+        positive("solver.heat2d.t0", self.t0)?;
+        let [lo, hi] = self.domain;
+        if !(lo.is_finite() && hi.is_finite() && hi > lo) {
+            return input(format!("solver.heat2d.domain: [{lo}, {hi}] must have lo < hi"));
+        }
+        Ok(())
+    }
+}
+
+/// The analytic solution.
+#[derive(Clone, Copy, Debug)]
+pub enum Exact {
+    /// `amplitude sin(pi x / length) exp(-a pi^2 t / length^2)`
+    Sine { a: f64, length: f64, amplitude: f64 },
+    /// Free-space heat kernel `exp(-r^2 / (4 a (t + t0))) / (4 pi a (t + t0))`.
+    Gaussian { a: f64, t0: f64 },
+}
+
+impl Exact {
+    pub fn value(&self, x: f64, y: f64, t: f64) -> f64 {
+        match *self {
+            Exact::Sine { a, length, amplitude } => {
+                amplitude * (PI * x / length).sin() * (-a * PI * PI * t / (length * length)).exp()
+            }
+            Exact::Gaussian { a, t0 } => {
+                let s = 4.0 * a * (t + t0);
+                (-(x * x + y * y) / s).exp() / (PI * s)
+            }
+        }
+    }
+}
+
+pub struct Heat<T: Real> {
+    kind: &'static str,
+    grid: Grid,
+    /// Stability number of a full step.
+    r: f64,
+    r_limit: f64,
+    dt: f64,
+    exact: Exact,
+    temp: Vec<T>,
+    next: Vec<T>,
+    step: u64,
+    time: f64,
+}
+
+impl<T: Real> Heat<T> {
+    pub fn heat1d(p: &Heat1dParams) -> Self {
+        let dx = p.length / (p.n - 1) as f64;
+        let grid = Grid { n: [p.n, 1], origin: [0.0, 0.0], spacing: [dx, dx] };
+        let exact = Exact::Sine { a: p.diffusivity, length: p.length, amplitude: p.amplitude };
+        Self::new("heat1d", grid, p.r, 0.5, p.diffusivity, exact)
+    }
+
+    pub fn heat2d(p: &Heat2dParams) -> Self {
+        let [lo, hi] = p.domain;
+        let dx = (hi - lo) / (p.n - 1) as f64;
+        let grid = Grid { n: [p.n, p.n], origin: [lo, lo], spacing: [dx, dx] };
+        let exact = Exact::Gaussian { a: p.diffusivity, t0: p.t0 };
+        Self::new("heat2d", grid, p.r, 0.25, p.diffusivity, exact)
+    }
+
+    fn new(kind: &'static str, grid: Grid, r: f64, r_limit: f64, a: f64, exact: Exact) -> Self {
+        let dx = grid.spacing[0];
+        let mut temp = sample(&grid, |x, y| exact.value(x, y, 0.0));
+        zero_boundary(&mut temp, grid.n[0]);
+        let next = vec![T::zero(); temp.len()];
+        Heat { kind, grid, r, r_limit, dt: r * dx * dx / a, exact, temp, next, step: 0, time: 0.0 }
+    }
+
+    /// The current temperature field.
+    pub fn temperature(&self) -> &[T] {
+        &self.temp
+    }
+
+    /// Stability number of a full step.
+    pub fn r(&self) -> f64 {
+        self.r
+    }
+
+    pub fn exact(&self) -> Exact {
+        self.exact
+    }
+
+    /// The analytic solution sampled at the nodes at the current time.
+    pub fn exact_field(&self) -> Vec<f64> {
+        sample(&self.grid, |x, y| self.exact.value(x, y, self.time))
+    }
+
+    /// Max and RMS of (numerical - analytic) over all nodes.
+    pub fn errors(&self) -> (f64, f64) {
+        let exact = self.exact_field();
+        let rows: Vec<(f64, f64)> = self
+            .temp
+            .par_chunks(self.grid.n[0])
+            .zip(exact.par_chunks(self.grid.n[0]))
+            .map(|(t, e)| {
+                t.iter().zip(e).fold((0.0f64, 0.0f64), |(m, s), (&t, &e)| {
+                    let d = t.f64() - e;
+                    (m.max(d.abs()), s + d * d)
+                })
+            })
+            .collect();
+        let (max, sum) = rows.iter().fold((0.0f64, 0.0), |(m, s), &(rm, rs)| (m.max(rm), s + rs));
+        (max, (sum / self.temp.len() as f64).sqrt())
+    }
+}
+
+/// Sample `f(x, y)` at the grid nodes.
+fn sample<T: Real>(grid: &Grid, f: impl Fn(f64, f64) -> f64 + Sync) -> Vec<T> {
+    let [nx, ny] = grid.n;
+    let mut v = vec![T::zero(); nx * ny];
+    v.par_chunks_mut(nx).enumerate().for_each(|(j, row)| {
+        let y = grid.origin[1] + j as f64 * grid.spacing[1];
+        for (i, out) in row.iter_mut().enumerate() {
+            *out = T::of(f(grid.origin[0] + i as f64 * grid.spacing[0], y));
+        }
+    });
+    v
+}
+
+/// Set the Dirichlet boundary nodes to zero (both ends in 1D, all four edges in 2D).
+fn zero_boundary<T: Real>(v: &mut [T], nx: usize) {
+    let ny = v.len() / nx;
+    for j in 0..ny {
+        v[j * nx] = T::zero();
+        v[j * nx + nx - 1] = T::zero();
+    }
+    if ny > 1 {
+        v[..nx].fill(T::zero());
+        v[(ny - 1) * nx..].fill(T::zero());
+    }
+}
+
+impl<T: Real> Solver for Heat<T> {
+    fn kind(&self) -> &'static str {
+        self.kind
+    }
+    fn precision(&self) -> Precision {
+        T::PRECISION
+    }
+    fn step(&self) -> u64 {
+        self.step
+    }
+    fn time(&self) -> f64 {
+        self.time
+    }
+    fn dt(&self) -> f64 {
+        self.dt
+    }
+
+    fn advance(&mut self, dt: f64) {
+        // Exactly r for a full step; proportionally smaller for a shortened last step.
+        let r = if dt == self.dt { self.r } else { self.r * (dt / self.dt) };
+        if self.grid.n[1] == 1 {
+            kernels::ftcs1d(&self.temp, &mut self.next, T::of(r));
+        } else {
+            kernels::ftcs2d(&self.temp, &mut self.next, self.grid.n[0], T::of(r));
+        }
+        std::mem::swap(&mut self.temp, &mut self.next);
+        self.step += 1;
+        self.time += dt;
+    }
+
+    fn grid(&self) -> Grid {
+        self.grid
+    }
+
+    fn output_fields(&self) -> Vec<OutField> {
+        let exact: Vec<T> = sample(&self.grid, |x, y| self.exact.value(x, y, self.time));
+        vec![
+            OutField { name: "T", components: 1, values: T::wrap(self.temp.clone()) },
+            OutField { name: "T_exact", components: 1, values: T::wrap(exact) },
+        ]
+    }
+
+    fn state(&self) -> Vec<StateArray> {
+        vec![StateArray { name: "T".into(), shape: self.shape(), values: T::wrap(self.temp.clone()) }]
+    }
+
+    fn restore(&mut self, step: u64, time: f64, mut arrays: Vec<StateArray>) -> Result<()> {
+        self.temp = take_array::<T>(&mut arrays, "T", &self.shape())?;
+        self.step = step;
+        self.time = time;
+        Ok(())
+    }
+
+    fn find_non_finite(&self) -> Option<NonFinite> {
+        first_non_finite("T", &self.temp, self.grid.n[0])
+    }
+
+    fn diagnostics(&self) -> Vec<(&'static str, f64)> {
+        // Per-row partial sums combined in order: the same result for any thread count.
+        let rows: Vec<(f64, f64, f64)> = self
+            .temp
+            .par_chunks(self.grid.n[0])
+            .map(|row| {
+                row.iter().fold((f64::MIN, f64::MAX, 0.0), |(mx, mn, s), &v| {
+                    let v = v.f64();
+                    (mx.max(v), mn.min(v), s + v)
+                })
+            })
+            .collect();
+        let (max, min, sum) = rows
+            .iter()
+            .fold((f64::MIN, f64::MAX, 0.0), |(a, b, c), &(x, y, z)| (a.max(x), b.min(y), c + z));
+        let cell: f64 = if self.grid.n[1] == 1 { self.grid.spacing[0] } else { self.grid.spacing[0] * self.grid.spacing[1] };
+        let (max_err, rms_err) = self.errors();
+        vec![
+            ("T_max", max),
+            ("T_min", min),
+            ("heat_content", sum * cell),
+            ("max_error", max_err),
+            ("rms_error", rms_err),
+        ]
+    }
+
+    fn report(&self) -> serde_json::Map<String, serde_json::Value> {
+        let (max, rms) = self.errors();
+        let mut m = serde_json::Map::new();
+        m.insert("reference".into(), "analytic".into());
+        m.insert("max_error".into(), max.into());
+        m.insert("rms_error".into(), rms.into());
+        m
+    }
+
+    fn bytes_per_step(&self) -> f64 {
+        2.0 * self.temp.len() as f64 * T::PRECISION.bytes() as f64
+    }
+
+    fn describe(&self) -> Vec<String> {
+        let [nx, ny] = self.grid.n;
+        let grid = if ny == 1 { format!("{nx} nodes") } else { format!("{nx} x {ny} nodes") };
+        vec![
+            format!("grid: {grid}, dx = {:.6e}", self.grid.spacing[0]),
+            format!("dt = {:.6e} (r = {}, stability limit r <= {})", self.dt, self.r, self.r_limit),
+        ]
+    }
+}
+
+impl<T: Real> Heat<T> {
+    fn shape(&self) -> Vec<usize> {
+        if self.grid.n[1] == 1 { vec![self.grid.n[0]] } else { vec![self.grid.n[1], self.grid.n[0]] }
+    }
+}

@@ -126,8 +126,20 @@ impl Default for GuardControl {
 impl Case {
     /// Parse case text; `origin` names the file in error messages.
     pub fn parse(text: &str, origin: &str) -> Result<Case> {
-        let case: Case = serde_saphyr::from_str(text)
-            .map_err(|e| SimError::Input(format!("case file {origin}: {e}")))?;
+        // serde_path_to_error records the key path of a type error (`solver.heat2d.n`).
+        let mut path = String::new();
+        let parsed = serde_saphyr::with_deserializer_from_str(text, |de| {
+            serde_path_to_error::deserialize(de).map_err(|e| {
+                path = e.path().to_string();
+                e.into_inner()
+            })
+        });
+        let case: Case = parsed.map_err(|e| {
+            let msg = e.to_string();
+            let msg = msg.trim_start_matches("error: ");
+            let at = if path.is_empty() || path == "." { String::new() } else { format!("key {path}: ") };
+            SimError::Input(format!("case file {origin}: {at}{msg}"))
+        })?;
         case.validate().map_err(|e| SimError::Input(format!("case file {origin}: {e}")))?;
         Ok(case)
     }

@@ -1,0 +1,233 @@
+//! Command-line behaviour: bad case files and broken checkpoints give exit code 2 with a
+//! message naming the problem, and never change an existing run directory.
+
+mod common;
+use common::*;
+
+use std::path::Path;
+
+use sim::io::checkpoint;
+
+const GOOD: &str = "name: h\nsolver:\n  heat2d: {n: 17, r: 0.2}\ntime: {end_step: 20}\ncheckpoint: {every_steps: 10}\n";
+
+/// A scratch dir holding a finished run of GOOD in out/h.
+fn with_run(test: &str) -> std::path::PathBuf {
+    let dir = scratch(test);
+    write(&dir, "good.yaml", GOOD);
+    ok(sim(&dir, &["run", "good.yaml", "--quiet"]));
+    dir
+}
+
+fn expect_input_error(dir: &Path, args: &[&str], needles: &[&str]) {
+    let before = snapshot(&dir.join("out/h"));
+    let o = sim(dir, args);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "args {args:?}: {err}");
+    for n in needles {
+        assert!(err.contains(n), "args {args:?}: message lacks {n:?}:\n{err}");
+    }
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(before, snapshot(&dir.join("out/h")), "args {args:?} changed the run directory");
+}
+
+#[test]
+fn bad_case_files_are_rejected_with_the_key_named() {
+    let dir = with_run("badcases");
+    let g = "solver:\n  heat2d: {n: 17, r: 0.2}\n";
+    let t = "time: {end_step: 20}\n";
+    let cases: Vec<(&str, String, Vec<&str>)> = vec![
+        ("unknown_top", format!("name: h\n{g}{t}tim: 3\n"), vec!["unknown field `tim`"]),
+        ("typo_nested", format!("name: h\n{g}time: {{end_tme: 1}}\n"), vec!["time.end_tme", "line 4"]),
+        ("wrong_type", "name: h\nsolver:\n  heat2d: {n: many, r: 0.2}\ntime: {end_step: 2}\n".into(), vec!["solver.heat2d.n", "line 3"]),
+        ("unknown_solver", format!("name: h\nsolver:\n  heat3d: {{n: 17}}\n{t}"), vec!["unknown variant `heat3d`"]),
+        ("unstable_2d", format!("name: h\nsolver:\n  heat2d: {{n: 17, r: 0.3}}\n{t}"), vec!["solver.heat2d.r", "stability"]),
+        ("unstable_1d", format!("name: h\nsolver:\n  heat1d: {{n: 17, r: 0.51}}\n{t}"), vec!["solver.heat1d.r", "stability"]),
+        ("negative_n", format!("name: h\nsolver:\n  heat2d: {{n: -5, r: 0.2}}\n{t}"), vec!["solver.heat2d.n"]),
+        ("too_few_nodes", format!("name: h\nsolver:\n  heat2d: {{n: 2, r: 0.2}}\n{t}"), vec!["solver.heat2d.n", "too few"]),
+        ("nan_r", format!("name: h\nsolver:\n  heat2d: {{n: 17, r: .nan}}\n{t}"), vec!["solver.heat2d.r"]),
+        ("negative_diffusivity", format!("name: h\nsolver:\n  heat2d: {{n: 17, r: 0.2, diffusivity: -1}}\n{t}"), vec!["solver.heat2d.diffusivity"]),
+        ("inverted_domain", format!("name: h\nsolver:\n  heat2d: {{n: 17, r: 0.2, domain: [1, -1]}}\n{t}"), vec!["solver.heat2d.domain"]),
+        ("zero_output_interval", format!("name: h\n{g}{t}output: {{every_steps: 0}}\n"), vec!["output.every_steps"]),
+        ("negative_output_time", format!("name: h\n{g}{t}output: {{every_time: -0.1}}\n"), vec!["output.every_time"]),
+        ("missing_time", format!("name: h\n{g}"), vec!["missing field `time`"]),
+        ("no_end", format!("name: h\n{g}time: {{}}\n"), vec!["time:", "end_time"]),
+        ("negative_end_time", format!("name: h\n{g}time: {{end_time: -1}}\n"), vec!["time.end_time"]),
+        ("keep_zero", format!("name: h\n{g}{t}checkpoint: {{keep: 0}}\n"), vec!["checkpoint.keep"]),
+        ("check_every_zero", format!("name: h\n{g}{t}guard: {{check_every: 0}}\n"), vec!["guard.check_every"]),
+        ("bad_precision", format!("name: h\n{g}{t}precision: f16\n"), vec!["precision", "f16"]),
+        ("bad_name", format!("name: ../h\n{g}{t}"), vec!["name:"]),
+        ("syntax_error", format!("name: h\n{g}time: {{end_step: 2\n"), vec!["line"]),
+        ("duplicate_key", format!("name: h\n{g}{t}name: k\n"), vec!["duplicate"]),
+        ("empty_file", String::new(), vec!["case file"]),
+    ];
+    assert!(cases.len() >= 15);
+    for (file, text, needles) in &cases {
+        let path = write(&dir, &format!("{file}.yaml"), text);
+        let p = path.to_str().unwrap();
+        let mut n = needles.clone();
+        n.push(file);
+        // --overwrite must not delete anything when the case is bad.
+        expect_input_error(&dir, &["run", p, "--out", "out/h", "--overwrite", "--quiet"], &n);
+        expect_input_error(&dir, &["check", p], &n);
+    }
+    expect_input_error(&dir, &["run", "missing.yaml"], &["cannot read case file missing.yaml"]);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn cuda_without_a_gpu_is_a_clear_error() {
+    let dir = with_run("cuda");
+    let probe = sim::info::probe_cuda();
+    if probe.devices.as_ref().is_ok_and(|d| !d.is_empty()) {
+        eprintln!("note: a CUDA device is present; the no-GPU error path is not exercised here");
+        return;
+    }
+    expect_input_error(&dir, &["run", "good.yaml", "--backend", "cuda", "--out", "out/h", "--overwrite"], &["backend cuda"]);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn existing_run_directory_needs_overwrite() {
+    let dir = with_run("overwrite");
+    expect_input_error(&dir, &["run", "good.yaml"], &["out/h", "--overwrite", "--restart"]);
+    // A file that is not ours survives --overwrite; the old results are replaced.
+    write(&dir.join("out/h"), "notes.txt", "keep me");
+    ok(sim(&dir, &["run", "good.yaml", "--overwrite", "--quiet", "--steps", "5"]));
+    assert_eq!(std::fs::read_to_string(dir.join("out/h/notes.txt")).unwrap(), "keep me");
+    let steps: Vec<u64> = checkpoint::list(&dir.join("out/h")).iter().map(|c| c.0).collect();
+    assert_eq!(steps, vec![5], "old checkpoints removed");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Write a modified copy of the run's final checkpoint as out/h/checkpoint_00000099.h5.
+fn broken_copy(dir: &Path, edit: impl FnOnce(&mut checkpoint::Meta, &mut Vec<sim::solver::StateArray>)) -> String {
+    let (mut meta, mut arrays) = checkpoint::read(&checkpoint::path_for(&dir.join("out/h"), 20)).unwrap();
+    edit(&mut meta, &mut arrays);
+    let path = dir.join("broken/checkpoint_00000099.h5");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let grid = sim::solver::Grid { n: [17, 17], origin: [-1.0, -1.0], spacing: [0.125, 0.125] };
+    checkpoint::write(&path, &meta, &arrays, &grid).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+#[test]
+fn broken_checkpoints_are_rejected() {
+    let dir = with_run("broken");
+    let good = checkpoint::path_for(&dir.join("out/h"), 20);
+    let restart = |ck: &str, needles: &[&str]| {
+        let mut n = needles.to_vec();
+        n.push(ck);
+        // Restart into the good run directory: it must stay untouched.
+        expect_input_error(&dir, &["run", "--restart", ck, "--out", "out/h", "--quiet"], &n);
+    };
+
+    std::fs::create_dir_all(dir.join("broken")).unwrap();
+    let bytes = std::fs::read(&good).unwrap();
+    std::fs::write(dir.join("broken/truncated.h5"), &bytes[..bytes.len() / 2]).unwrap();
+    restart("broken/truncated.h5", &["checkpoint"]);
+
+    std::fs::write(dir.join("broken/text.h5"), "this is not HDF5\n").unwrap();
+    restart("broken/text.h5", &["not a readable HDF5 file"]);
+
+    restart("broken/none.h5", &["no such file"]);
+
+    let p = broken_copy(&dir, |m, _| m.solver = "cavity".into());
+    restart(&p, &["solver attribute 'cavity'"]);
+
+    let p = broken_copy(&dir, |_, _| {});
+    let f = hdf5::File::open_rw(&p).unwrap();
+    f.attr("format_version").unwrap().write_scalar(&99u32).unwrap();
+    drop(f);
+    restart(&p, &["format_version 99"]);
+
+    let p = broken_copy(&dir, |_, a| a[0].name = "U".into());
+    restart(&p, &["missing dataset /fields/T"]);
+
+    let p = broken_copy(&dir, |_, a| {
+        a[0].shape = vec![17 * 17];
+    });
+    restart(&p, &["/fields/T", "shape"]);
+
+    let p = broken_copy(&dir, |_, a| {
+        a[0].values = sim::real::Values::F32(a[0].values.to_f64().iter().map(|&v| v as f32).collect());
+    });
+    restart(&p, &["/fields/T", "f32"]);
+
+    let p = broken_copy(&dir, |m, _| m.case_yaml = "name: h\nsolver: {heat2d: {n: 17}}\n".into());
+    restart(&p, &["stored case", "missing field"]);
+
+    // A case given with --restart may not change the physics.
+    let other = write(&dir, "other.yaml", &GOOD.replace("r: 0.2", "r: 0.1"));
+    let g = good.to_str().unwrap();
+    expect_input_error(&dir, &["run", "--restart", g, other.to_str().unwrap()], &["solver section differs"]);
+    expect_input_error(&dir, &["run", "--restart", g, "--precision", "f32"], &["keeps the precision"]);
+    // Already at the end: nothing to do.
+    expect_input_error(&dir, &["run", "--restart", g], &["already at the end"]);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn non_finite_values_stop_the_run_with_exit_code_1() {
+    let dir = scratch("nan");
+    // Neighbour sums of values near f64::MAX overflow to infinity in the first step.
+    let case = "name: h\nsolver:\n  heat1d: {n: 33, r: 0.5, amplitude: 1.7e308}\ntime: {end_step: 50}\nguard: {check_every: 1}\n";
+    write(&dir, "nan.yaml", case);
+    let o = sim(&dir, &["run", "nan.yaml", "--quiet"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("non-finite value inf in field T at node (") && err.contains("at step 1"), "{err}");
+    assert!(checkpoint::list(&dir.join("out/h")).is_empty(), "no checkpoint of a broken state");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn ctrl_c_checkpoints_and_the_run_can_continue() {
+    let dir = scratch("ctrlc");
+    let case = "name: h\nsolver:\n  heat2d: {n: 257, r: 0.2}\ntime: {end_step: 100000000}\n";
+    write(&dir, "long.yaml", case);
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_sim"))
+        .current_dir(&dir)
+        .args(["run", "long.yaml", "--quiet"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the run has started stepping (initial output written).
+    let t0 = std::time::Instant::now();
+    while !dir.join("out/h/history.csv").exists() && t0.elapsed().as_secs() < 30 {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let killed = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(killed.success());
+    let o = child.wait_with_output().unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(130), "{err}");
+    assert!(err.contains("interrupted at step") && err.contains("sim run --restart out/h/checkpoint_"), "{err}");
+    let (step, _) = checkpoint::list(&dir.join("out/h")).pop().expect("checkpoint written on Ctrl-C");
+    assert!(step > 0);
+    let more = write(&dir, "more.yaml", &case.replace("100000000", &(step + 10).to_string()));
+    ok(sim(&dir, &["run", "--restart", "out/h", more.to_str().unwrap(), "--quiet"]));
+    assert_eq!(checkpoint::list(&dir.join("out/h")).pop().unwrap().0, step + 10);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn check_info_and_bench_report() {
+    let dir = scratch("check");
+    write(&dir, "good.yaml", GOOD);
+    let o = ok(sim(&dir, &["check", "good.yaml"]));
+    let out = String::from_utf8_lossy(&o.stdout);
+    for needle in ["dt = 3.125000e-3", "r = 0.2", "17 x 17 nodes", "steps: 20", "memory:", "checkpoints: every 10 steps"] {
+        assert!(out.contains(needle), "check output lacks {needle:?}:\n{out}");
+    }
+    assert!(!dir.join("out").exists(), "check writes nothing");
+    let o = ok(sim(&dir, &["info"]));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("hardware threads") && out.contains("CUDA driver"), "{out}");
+    let o = ok(sim(&dir, &["bench", "heat2d", "--size", "64", "--seconds", "0.01", "--json"]));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["kernel"]["bw_eff_GBps"].as_f64().unwrap() > 0.0 && v["copy"]["bw_GBps"].as_f64().unwrap() > 0.0);
+    let o = sim(&dir, &["bench", "heat9d"]);
+    assert_eq!(o.status.code(), Some(2));
+    std::fs::remove_dir_all(dir).unwrap();
+}

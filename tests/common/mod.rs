@@ -1,0 +1,53 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// A fresh, empty scratch directory for one test.
+pub fn scratch(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("sim_test_{}_{}", test, std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// Run the `sim` binary with `args` in `dir`.
+pub fn sim(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sim")).current_dir(dir).args(args).output().unwrap()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Assert a successful run, showing its output otherwise.
+pub fn ok(o: Output) -> Output {
+    assert!(o.status.success(), "sim failed: {}\n{}", stderr(&o), String::from_utf8_lossy(&o.stdout));
+    o
+}
+
+/// Small heat case text; `solver` is e.g. "heat2d: {n: 33, r: 0.2}".
+pub fn heat_case(name: &str, solver: &str, precision: &str, time: &str, extra: &str) -> String {
+    format!(
+        "name: {name}\nsolver:\n  {solver}\nprecision: {precision}\ntime: {time}\n{extra}\n"
+    )
+}
+
+/// Every file in `dir` with its contents.
+pub fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().is_file())
+        .map(|e| (e.file_name().into_string().unwrap(), std::fs::read(e.path()).unwrap()))
+        .collect();
+    v.sort();
+    v
+}

@@ -1,0 +1,93 @@
+//! Checkpoint/restart: a run restarted at step k reaches step n bitwise equal to an
+//! uninterrupted run, and the .pvd series and history continue without duplicates.
+
+mod common;
+use common::*;
+
+use sim::io::checkpoint;
+use sim::io::pvd::Pvd;
+
+fn final_state(dir: &std::path::Path) -> (checkpoint::Meta, Vec<sim::solver::StateArray>) {
+    let (_, path) = checkpoint::list(dir).pop().expect("a checkpoint");
+    checkpoint::read(&path).unwrap()
+}
+
+/// Run `solver` straight to the end and, separately, in two legs with a restart in between.
+fn check_restart(test: &str, solver: &str, precision: &str, time: &str, first_leg: &str) {
+    let dir = scratch(test);
+    let extra = "output: {every_steps: 20}\ncheckpoint: {every_steps: 50, keep: 3}\nguard: {check_every: 10}";
+    let case = write(&dir, "case.yaml", &heat_case("h", solver, precision, time, extra));
+    ok(sim(&dir, &["run", "case.yaml", "--quiet", "--out", "full"]));
+    ok(sim(&dir, &["run", "case.yaml", "--quiet", "--out", "legs", "--steps", first_leg]));
+    // Restart from the run directory (newest checkpoint), with the case alongside.
+    ok(sim(&dir, &["run", "--restart", "legs", case.to_str().unwrap(), "--quiet"]));
+
+    let (meta_full, full) = final_state(&dir.join("full"));
+    let (meta_legs, legs) = final_state(&dir.join("legs"));
+    assert_eq!(meta_full.step, meta_legs.step);
+    assert_eq!(meta_full.time.to_bits(), meta_legs.time.to_bits(), "time bitwise equal");
+    assert_eq!(full, legs, "fields bitwise equal after restart");
+
+    // The series lists every output once, in order, with the same times as the straight run.
+    // The only extra entry of the two-leg run is the state written where the first leg stopped.
+    let pvd = |d: &str| Pvd::resume(dir.join(d).join("h.pvd"), u64::MAX).entries;
+    let stop: u64 = first_leg.parse().unwrap();
+    let mut legs_entries = pvd("legs");
+    legs_entries.retain(|e| e.step != stop || pvd("full").iter().any(|f| f.step == stop));
+    assert_eq!(pvd("full"), legs_entries);
+    let steps: Vec<u64> = pvd("legs").iter().map(|e| e.step).collect();
+    assert!(steps.windows(2).all(|w| w[0] < w[1]), "pvd steps {steps:?}");
+    let history = |d: &str| std::fs::read_to_string(dir.join(d).join("history.csv")).unwrap();
+    let steps_of = |h: String| h.lines().skip(1).map(|l| l.split(',').next().unwrap().to_string()).collect::<Vec<_>>();
+    let (full_rows, mut legs_rows) = (steps_of(history("full")), steps_of(history("legs")));
+    legs_rows.retain(|s| *s != first_leg || full_rows.contains(s));
+    assert_eq!(full_rows, legs_rows, "history rows");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn heat1d_restart_is_bit_exact_f64() {
+    check_restart("r1d64", "heat1d: {n: 101, r: 0.45}", "f64", "{end_step: 300}", "130");
+}
+
+#[test]
+fn heat1d_restart_is_bit_exact_f32() {
+    check_restart("r1d32", "heat1d: {n: 101, r: 0.45}", "f32", "{end_step: 300}", "77");
+}
+
+#[test]
+fn heat2d_restart_is_bit_exact_f64() {
+    // end_time: the last step is shortened; the restart must land on the same time.
+    check_restart("r2d64", "heat2d: {n: 65, r: 0.2}", "f64", "{end_time: 0.0585}", "100");
+}
+
+#[test]
+fn heat2d_restart_is_bit_exact_f32() {
+    check_restart("r2d32", "heat2d: {n: 65, r: 0.2}", "f32", "{end_time: 0.0585}", "61");
+}
+
+#[test]
+fn restart_latest_picks_the_newest_checkpoint() {
+    let dir = scratch("latest");
+    let extra = "checkpoint: {every_steps: 10, keep: 2}";
+    write(&dir, "case.yaml", &heat_case("h", "heat2d: {n: 17, r: 0.2}", "f64", "{end_step: 40}", extra));
+    ok(sim(&dir, &["run", "case.yaml", "--quiet", "--steps", "25"]));
+    let cks: Vec<u64> = checkpoint::list(&dir.join("out/h")).iter().map(|c| c.0).collect();
+    assert_eq!(cks, vec![20, 25], "keep: 2 keeps the two newest");
+    let o = ok(sim(&dir, &["run", "case.yaml", "--restart", "latest"]));
+    assert!(stderr(&o).contains("restarting from step 25"), "{}", stderr(&o));
+    let (meta, _) = final_state(&dir.join("out/h"));
+    assert_eq!(meta.step, 40);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn restart_without_case_uses_the_stored_case() {
+    let dir = scratch("stored");
+    write(&dir, "case.yaml", &heat_case("h", "heat1d: {n: 33, r: 0.3}", "f32", "{end_step: 60}", ""));
+    ok(sim(&dir, &["run", "case.yaml", "--quiet", "--steps", "30"]));
+    ok(sim(&dir, &["run", "--restart", "out/h/checkpoint_00000030.h5", "--quiet"]));
+    let (meta, _) = final_state(&dir.join("out/h"));
+    assert_eq!((meta.step, meta.precision), (60, sim::real::Precision::F32));
+    std::fs::remove_dir_all(dir).unwrap();
+}

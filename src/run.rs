@@ -352,17 +352,15 @@ impl Driver<'_> {
             self.compute += t0.elapsed();
             let done = self.stop.done(s);
             let interrupted = INTERRUPTED.load(Ordering::SeqCst);
-            if done || interrupted || s.step() % self.case.guard.check_every == 0 {
+            let ck_due = done || interrupted || self.case.checkpoint.every_steps.is_some_and(|n| s.step().is_multiple_of(n));
+            // A checkpoint is always preceded by a guard check, so it never holds NaN/Inf.
+            if ck_due || s.step().is_multiple_of(self.case.guard.check_every) {
                 self.guard(s)?;
             }
             if done || output_due(self.case, s, t_prev) {
                 self.write_output(s)?;
             }
-            let ck_due = self.case.checkpoint.every_steps.is_some_and(|n| s.step() % n == 0);
-            if done || interrupted || ck_due {
-                if s.step() % self.case.guard.check_every != 0 && !done && !interrupted {
-                    self.guard(s)?;
-                }
+            if ck_due {
                 self.write_checkpoint(s)?;
             }
             if last_draw.elapsed() > Duration::from_millis(100) || done {

@@ -8,6 +8,20 @@ use sim::real::Real;
 use sim::solver::Solver;
 use sim::solvers::heat::{Heat, Heat2dParams};
 
+/// Whether the independent readers are installed. CI (which sets `CI`) must have them; a
+/// developer machine without them skips these tests with a note.
+fn readers_available() -> bool {
+    let found = std::process::Command::new("python3")
+        .args(["-c", "import vtkmodules.vtkIOXML, h5py, numpy"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(std::env::var_os("CI").is_none(), "CI lacks the readers: pip install -r scripts/requirements-test.txt");
+        eprintln!("note: python3 with vtk and h5py not found; output read-back test skipped");
+    }
+    found
+}
+
 fn read_back(dir: &std::path::Path) -> serde_json::Value {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/read_output.py");
     let o = std::process::Command::new("python3").args([script, dir.to_str().unwrap(), "h"]).output().unwrap();
@@ -41,6 +55,9 @@ fn reference<T: Real>(steps: usize) -> (Vec<f64>, f64) {
 }
 
 fn check_series(precision: &str, vtk_type: &str) {
+    if !readers_available() {
+        return;
+    }
     let dir = scratch(&format!("output_{precision}"));
     let case = format!(
         "name: h\nsolver:\n  heat2d: {{n: 21, r: 0.2, t0: 0.01}}\nprecision: {precision}\ntime: {{end_step: 30}}\n\

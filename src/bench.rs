@@ -5,12 +5,17 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
+use crate::case::Backend;
+use crate::cuda::{Gpu, GpuOptions};
 use crate::error::{Result, SimError, input};
 use crate::real::{Precision, Real};
 use crate::solvers::heat::kernels;
 
 #[derive(Clone, Debug)]
 pub struct BenchOptions {
+    pub backend: Backend,
+    /// Kernel variant and block shape for the CUDA back end.
+    pub gpu: GpuOptions,
     pub name: String,
     /// Nodes per side (2D) or in total (1D).
     pub size: usize,
@@ -32,6 +37,14 @@ pub fn bench(o: &BenchOptions) -> Result<serde_json::Value> {
     }
     if !(o.seconds.is_finite() && o.seconds > 0.0) {
         return input(format!("--seconds {}: must be positive", o.seconds));
+    }
+    o.gpu.validate()?;
+    if o.backend == Backend::Cuda {
+        let gpu = Gpu::open()?;
+        return match o.precision {
+            Precision::F32 => cuda_bench::<f32>(&gpu, o),
+            Precision::F64 => cuda_bench::<f64>(&gpu, o),
+        };
     }
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(o.threads.unwrap_or(0))
@@ -90,6 +103,77 @@ fn run<T: Real>(o: &BenchOptions) -> Result<serde_json::Value> {
     Ok(v)
 }
 
+/// The same measurement on a CUDA device, timed with CUDA events: the median over batches
+/// of 10 steps, after an untimed warm-up (which includes the kernel compilation).
+fn cuda_bench<T: Real>(gpu: &Gpu, o: &BenchOptions) -> Result<serde_json::Value> {
+    use crate::solver::Grid;
+    use crate::solvers::heat::cuda::HeatCuda;
+    use cudarc::driver::{LaunchConfig, PushKernelArg, sys::CUevent_flags};
+    let err = crate::cuda::driver_err;
+    let (nx, ny) = if o.name == "heat1d" { (o.size, 1) } else { (o.size, o.size) };
+    let n = nx * ny;
+    let bytes = 2.0 * n as f64 * T::PRECISION.bytes() as f64;
+    let init: Vec<T> = (0..n).into_par_iter().map(|k| T::of((k % 7) as f64 * 0.1)).collect();
+    let grid = Grid { n: [nx, ny], origin: [0.0; 2], spacing: [1.0; 2] };
+    let event = || gpu.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT)).map_err(err("event"));
+    // Median seconds per call of `f`, over batches of 10 calls.
+    let timed = |f: &mut dyn FnMut() -> Result<()>| -> Result<(u64, f64)> {
+        for _ in 0..3 {
+            f()?;
+        }
+        let (start, stop) = (event()?, event()?);
+        let mut batches = Vec::new();
+        let t0 = std::time::Instant::now();
+        while batches.len() < 2 || t0.elapsed().as_secs_f64() < o.seconds {
+            start.record(&gpu.stream).map_err(err("event"))?;
+            for _ in 0..10 {
+                f()?;
+            }
+            stop.record(&gpu.stream).map_err(err("event"))?;
+            batches.push(start.elapsed_ms(&stop).map_err(err("event"))? as f64 / 1e3 / 10.0);
+        }
+        batches.sort_by(|a, b| a.total_cmp(b));
+        Ok((10 * batches.len() as u64, batches[batches.len() / 2]))
+    };
+    let module = gpu.module("heat", T::PRECISION, o.gpu.fast_math)?;
+    let copy_fn = module.load_function("copy1d").map_err(err("loading copy1d"))?;
+    let (src, mut dst) = (gpu.stream.clone_htod(&init).map_err(err("upload"))?, gpu.stream.alloc_zeros::<T>(n).map_err(err("alloc"))?);
+    let cfg = LaunchConfig { grid_dim: ((n as u32).div_ceil(512), 1, 1), block_dim: (512, 1, 1), shared_mem_bytes: 0 };
+    let n64 = n as i64;
+    let copy = timed(&mut || {
+        let mut b = gpu.stream.launch_builder(&copy_fn);
+        b.arg(&src).arg(&mut dst).arg(&n64);
+        // SAFETY: copy1d(src, dst, n) with both buffers of n elements.
+        unsafe { b.launch(cfg) }.map(|_| ()).map_err(err("copy1d launch"))
+    })?;
+    drop((src, dst));
+    let copy_bw = bytes / copy.1 / 1e9;
+    let mut v = serde_json::json!({
+        "name": o.name,
+        "backend": "cuda",
+        "device": gpu.name,
+        "precision": T::PRECISION.name(),
+        "variant": o.gpu.variant.name(),
+        "block": o.gpu.block,
+        "nx": nx,
+        "ny": ny,
+        "elements": n,
+        "unit": "GB/s (1e9 bytes/s)",
+        "copy": {"iterations": copy.0, "time_per_step_s": copy.1, "bw_GBps": copy_bw},
+    });
+    if o.name != "copy" {
+        let mut heat = HeatCuda::<T>::new(gpu, &o.gpu, &grid, &init)?;
+        let r = T::of(0.2);
+        let (iters, t) = timed(&mut || heat.step(r))?;
+        let bw = bytes / t / 1e9;
+        v["kernel"] = serde_json::json!({
+            "iterations": iters, "time_per_step_s": t, "bw_eff_GBps": bw,
+            "mcells_per_s": n as f64 / t / 1e6, "fraction_of_copy": bw / copy_bw,
+        });
+    }
+    Ok(v)
+}
+
 /// Untimed warm-up, then repeat `f` until at least `seconds` and 20 iterations have passed;
 /// returns (iterations, mean seconds per iteration).
 fn time_loop(seconds: f64, mut f: impl FnMut()) -> (u64, f64) {
@@ -107,12 +191,15 @@ fn time_loop(seconds: f64, mut f: impl FnMut()) -> (u64, f64) {
 
 /// Human-readable form of [`bench`]'s result.
 pub fn text(v: &serde_json::Value) -> String {
+    let on = match v["device"].as_str() {
+        Some(d) => format!("{d}, {} {}", v["variant"].as_str().unwrap_or(""), v["block"]),
+        None => format!("{} threads", v["threads"]),
+    };
     let mut s = format!(
-        "bench {} on {} ({}, {} threads), {} x {} = {} elements\n  COPY:   {:>9.3e} s/step  {:>8.2} GB/s\n",
+        "bench {} on {} ({}, {on}), {} x {} = {} elements\n  COPY:   {:>9.3e} s/step  {:>8.2} GB/s\n",
         v["name"].as_str().unwrap_or(""),
         v["backend"].as_str().unwrap_or(""),
         v["precision"].as_str().unwrap_or(""),
-        v["threads"],
         v["nx"],
         v["ny"],
         v["elements"],

@@ -21,6 +21,9 @@ pub struct Case {
     pub precision: Precision,
     #[serde(default)]
     pub backend: Backend,
+    /// CUDA kernel variant and block shape (used when the back end is CUDA).
+    #[serde(default)]
+    pub gpu: crate::cuda::GpuOptions,
     /// Worker threads for the CPU back end; 0 = all hardware threads.
     #[serde(default)]
     pub threads: usize,
@@ -200,6 +203,7 @@ impl Case {
         if self.guard.check_every == 0 {
             return input("guard.check_every: must be at least 1");
         }
+        self.gpu.validate()?;
         if self.threads > 4096 {
             return input(format!("threads: {} is not a sensible thread count", self.threads));
         }

@@ -1,12 +1,9 @@
 //! What this machine offers: CPU threads and, without ever panicking, the CUDA driver.
 
-use crate::case::Backend;
-use crate::error::{Result, input};
-
 /// Result of probing for a CUDA driver and device.
 pub struct CudaProbe {
     pub driver_found: bool,
-    pub nvrtc_found: bool,
+    pub driver_version: Option<i32>,
     pub devices: std::result::Result<Vec<String>, String>,
 }
 
@@ -14,9 +11,8 @@ pub struct CudaProbe {
 /// for the library first and contain any panic of the loader.
 pub fn probe_cuda() -> CudaProbe {
     let driver_found = unsafe { cudarc::driver::sys::is_culib_present() };
-    let nvrtc_found = unsafe { cudarc::nvrtc::sys::is_culib_present() };
     if !driver_found {
-        return CudaProbe { driver_found, nvrtc_found, devices: Err("no CUDA driver library (libcuda.so.1)".into()) };
+        return CudaProbe { driver_found, driver_version: None, devices: Err("no CUDA driver library (libcuda.so.1)".into()) };
     }
     let prev = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
@@ -27,29 +23,22 @@ pub fn probe_cuda() -> CudaProbe {
                 let ctx = cudarc::driver::CudaContext::new(i as usize).map_err(|e| format!("{e:?}"))?;
                 let name = ctx.name().map_err(|e| format!("{e:?}"))?;
                 let (ma, mi) = ctx.compute_capability().map_err(|e| format!("{e:?}"))?;
-                Ok(format!("{name} (compute capability {ma}.{mi})"))
+                let sms = ctx
+                    .attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+                    .map_err(|e| format!("{e:?}"))?;
+                let mem = ctx.total_mem().map_err(|e| format!("{e:?}"))? as f64 / (1u64 << 30) as f64;
+                Ok(format!("{name} (compute capability {ma}.{mi}, {sms} SMs, {mem:.1} GiB)"))
             })
             .collect()
     });
     std::panic::set_hook(prev);
     let devices = r.unwrap_or_else(|_| Err("CUDA driver library is unusable (missing symbols)".into()));
-    CudaProbe { driver_found, nvrtc_found, devices }
-}
-
-/// Decide the back end a run uses; returns its name and a note for the user.
-pub fn resolve_backend(requested: Backend) -> Result<(&'static str, Option<String>)> {
-    match requested {
-        Backend::Cpu => Ok(("cpu", None)),
-        Backend::Auto => Ok(("cpu", Some("backend auto: using the CPU (no CUDA kernels for this solver in this build)".into()))),
-        Backend::Cuda => {
-            let p = probe_cuda();
-            match p.devices {
-                Err(why) => input(format!("backend cuda: no usable GPU: {why}; use backend: cpu or auto")),
-                Ok(d) if d.is_empty() => input("backend cuda: the CUDA driver reports no device; use backend: cpu or auto"),
-                Ok(_) => input("backend cuda: this build has no CUDA kernels for this solver yet; use backend: cpu or auto"),
-            }
-        }
+    // Driver version, e.g. 13000 for CUDA 13.0.
+    let mut v = 0;
+    if devices.is_ok() && unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut v) }.result().is_ok() {
+        return CudaProbe { driver_found, driver_version: Some(v), devices };
     }
+    CudaProbe { driver_found, driver_version: None, devices }
 }
 
 /// Text of `sim info`.
@@ -61,8 +50,15 @@ pub fn report() -> String {
         rayon::current_num_threads()
     );
     let p = probe_cuda();
-    s += &format!("CUDA driver: {}\n", if p.driver_found { "found" } else { "not found" });
-    s += &format!("NVRTC: {}\n", if p.nvrtc_found { "found" } else { "not found" });
+    s += &match (p.driver_found, p.driver_version) {
+        (true, Some(v)) => format!("CUDA driver: found, CUDA {}.{}\n", v / 1000, v % 1000 / 10),
+        (true, None) => "CUDA driver: found\n".into(),
+        (false, _) => "CUDA driver: not found\n".into(),
+    };
+    s += &match crate::cuda::nvrtc_version() {
+        Some((a, b)) => format!("NVRTC: {a}.{b}\n"),
+        None => "NVRTC: not found\n".into(),
+    };
     match p.devices {
         Ok(d) if d.is_empty() => s += "CUDA devices: none\n",
         Ok(d) => {

@@ -5,6 +5,7 @@
 
 pub mod bench;
 pub mod case;
+pub mod cuda;
 pub mod error;
 pub mod info;
 pub mod io;

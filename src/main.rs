@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 
 use sim::bench::{self, BenchOptions};
 use sim::case::Backend;
+use sim::cuda::{GpuOptions, Variant};
 use sim::real::Precision;
 use sim::run::{self, RunOptions};
 
@@ -71,6 +72,12 @@ enum Command {
         seconds: f64,
         #[arg(long, value_enum, default_value_t = Backend::Cpu)]
         backend: Backend,
+        /// CUDA kernel variant.
+        #[arg(long, value_enum, default_value_t = Variant::L2)]
+        variant: Variant,
+        /// CUDA block shape BX,BY.
+        #[arg(long, value_delimiter = ',', num_args = 2, default_values_t = [512u32, 1])]
+        block: Vec<u32>,
         /// Print the figures as JSON.
         #[arg(long)]
         json: bool,
@@ -96,15 +103,19 @@ fn main() -> ExitCode {
             print!("{}", sim::info::report());
             Ok(())
         }
-        Command::Bench { name, size, precision, threads, seconds, backend, json } => {
-            sim::info::resolve_backend(backend).and_then(|_| {
-                let v = bench::bench(&BenchOptions { name, size, precision, threads, seconds })?;
+        Command::Bench { name, size, precision, threads, seconds, backend, variant, block, json } => {
+            let gpu = GpuOptions { variant, block: [block[0], block[1]], fast_math: false };
+            let backend = match backend {
+                Backend::Auto if sim::cuda::Gpu::open().is_ok() => Backend::Cuda,
+                Backend::Auto => Backend::Cpu,
+                b => b,
+            };
+            bench::bench(&BenchOptions { backend, gpu, name, size, precision, threads, seconds }).map(|v| {
                 if json {
                     println!("{}", serde_json::to_string_pretty(&v).expect("json"));
                 } else {
                     print!("{}", bench::text(&v));
                 }
-                Ok(())
             })
         }
     };

@@ -69,6 +69,8 @@ impl Values {
 pub trait Real:
     num_traits::Float
     + hdf5::H5Type
+    + cudarc::driver::DeviceRepr
+    + cudarc::driver::ValidAsZeroBits
     + Default
     + Send
     + Sync

@@ -259,13 +259,13 @@ fn stop_of(case: &Case, opts: &RunOptions, start: u64) -> Stop {
 pub fn run(opts: &RunOptions) -> Result<serde_json::Value> {
     let plan = plan(opts)?;
     let case = &plan.case;
-    let (backend, note) = crate::info::resolve_backend(opts.backend.unwrap_or(case.backend))?;
+    let (device, note) = crate::solvers::choose_device(opts.backend.unwrap_or(case.backend), case)?;
     let threads = opts.threads.unwrap_or(case.threads);
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()
         .map_err(|e| SimError::Run(format!("cannot start {threads} threads: {e}")))?;
-    let mut solver = pool.install(|| crate::solvers::build(case, plan.precision))?;
+    let mut solver = pool.install(|| crate::solvers::build_on(case, plan.precision, &device))?;
     let restart_ck = match plan.restart {
         Some((path, meta, arrays)) => {
             let (step, time) = (meta.step, meta.time);
@@ -298,7 +298,6 @@ pub fn run(opts: &RunOptions) -> Result<serde_json::Value> {
     let mut driver = Driver {
         case,
         case_text: &plan.case_text,
-        backend,
         threads: pool.current_num_threads(),
         out_dir: &plan.out_dir,
         stop,
@@ -316,7 +315,6 @@ pub fn run(opts: &RunOptions) -> Result<serde_json::Value> {
 struct Driver<'a> {
     case: &'a Case,
     case_text: &'a str,
-    backend: &'static str,
     threads: usize,
     out_dir: &'a Path,
     stop: Stop,
@@ -348,16 +346,21 @@ impl Driver<'_> {
             let t_prev = s.time();
             let dt = self.stop.next_dt(s);
             let t0 = Instant::now();
-            s.advance(dt);
+            s.advance(dt)?;
             self.compute += t0.elapsed();
             let done = self.stop.done(s);
             let interrupted = INTERRUPTED.load(Ordering::SeqCst);
             let ck_due = done || interrupted || self.case.checkpoint.every_steps.is_some_and(|n| s.step().is_multiple_of(n));
             // A checkpoint is always preceded by a guard check, so it never holds NaN/Inf.
-            if ck_due || s.step().is_multiple_of(self.case.guard.check_every) {
+            let guard_due = ck_due || s.step().is_multiple_of(self.case.guard.check_every);
+            let out_due = done || output_due(self.case, s, t_prev);
+            if guard_due || out_due {
+                s.sync()?;
+            }
+            if guard_due {
                 self.guard(s)?;
             }
-            if done || output_due(self.case, s, t_prev) {
+            if out_due {
                 self.write_output(s)?;
             }
             if ck_due {
@@ -374,6 +377,7 @@ impl Driver<'_> {
                 last_log = Instant::now();
             }
             if s.converged() && !done {
+                s.sync()?;
                 self.guard(s)?;
                 self.write_output(s)?;
                 self.write_checkpoint(s)?;
@@ -460,7 +464,7 @@ impl Driver<'_> {
             step: s.step(),
             time: s.time(),
             precision: s.precision(),
-            backend: self.backend.into(),
+            backend: s.backend(),
             case_yaml: self.case_text.into(),
         };
         checkpoint::write(&path, &meta, &s.state(), &s.grid())?;
@@ -484,7 +488,7 @@ impl Driver<'_> {
             "case": self.case.name,
             "solver": s.kind(),
             "status": status,
-            "backend": self.backend,
+            "backend": s.backend(),
             "precision": s.precision().name(),
             "threads": self.threads,
             "start_step": self.start_step,

@@ -51,7 +51,16 @@ pub trait Solver: Send {
     /// The nominal time step; the driver may pass a shorter one to end exactly at end_time.
     fn dt(&self) -> f64;
     /// Advance one step of length `dt` (at most [`Solver::dt`]).
-    fn advance(&mut self, dt: f64);
+    fn advance(&mut self, dt: f64) -> Result<()>;
+    /// Bring the host copy of the state up to date (GPU back ends); called before the host
+    /// reads fields for guard checks, output and checkpoints.
+    fn sync(&mut self) -> Result<()> {
+        Ok(())
+    }
+    /// The back end the solver runs on, e.g. `cpu` or `cuda (NVIDIA H100, l2 512x1)`.
+    fn backend(&self) -> String {
+        "cpu".into()
+    }
     fn grid(&self) -> Grid;
     fn output_fields(&self) -> Vec<OutField>;
     /// Everything needed to continue the run bit-exactly.

@@ -2,6 +2,7 @@
 //! `heat1d` (sine initial condition on [0, L]) and `heat2d` (Gaussian heat kernel on a square),
 //! each with its analytic solution.
 
+pub mod cuda;
 pub mod kernels;
 
 use std::f64::consts::PI;
@@ -13,6 +14,7 @@ use crate::case::positive;
 use crate::error::{Result, input};
 use crate::real::{Precision, Real};
 use crate::solver::{Grid, NonFinite, OutField, Solver, StateArray, first_non_finite, take_array};
+use crate::solvers::Device;
 
 /// `solver: {heat1d: ...}`: `T(x,0) = amplitude sin(pi x / length)` on `[0, length]`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -143,8 +145,12 @@ pub struct Heat<T: Real> {
     r_limit: f64,
     dt: f64,
     exact: Exact,
+    /// The field; on a GPU the host copy, refreshed by `sync`.
     temp: Vec<T>,
+    /// The buffer the next CPU step writes (empty on a GPU).
     next: Vec<T>,
+    gpu: Option<Box<cuda::HeatCuda<T>>>,
+    backend: String,
     step: u64,
     time: f64,
 }
@@ -170,7 +176,19 @@ impl<T: Real> Heat<T> {
         let mut temp = sample(&grid, |x, y| exact.value(x, y, 0.0));
         zero_boundary(&mut temp, grid.n[0]);
         let next = vec![T::zero(); temp.len()];
-        Heat { kind, grid, r, r_limit, dt: r * dx * dx / a, exact, temp, next, step: 0, time: 0.0 }
+        let dt = r * dx * dx / a;
+        Heat { kind, grid, r, r_limit, dt, exact, temp, next, gpu: None, backend: "cpu".into(), step: 0, time: 0.0 }
+    }
+
+    /// Move the field to `device` (the CPU keeps it where it is).
+    pub fn on(mut self, device: &Device) -> Result<Self> {
+        if let Device::Cuda(gpu, opts) = device {
+            self.gpu = Some(Box::new(cuda::HeatCuda::new(gpu, opts, &self.grid, &self.temp)?));
+            self.next = Vec::new();
+            let variant = if self.grid.n[1] == 1 { "1d" } else { opts.variant.name() };
+            self.backend = format!("cuda ({}, {variant} {}x{})", gpu.name, opts.block[0], opts.block[1]);
+        }
+        Ok(self)
     }
 
     /// The current temperature field.
@@ -254,17 +272,31 @@ impl<T: Real> Solver for Heat<T> {
         self.dt
     }
 
-    fn advance(&mut self, dt: f64) {
+    fn advance(&mut self, dt: f64) -> Result<()> {
         // Exactly r for a full step; proportionally smaller for a shortened last step.
-        let r = if dt == self.dt { self.r } else { self.r * (dt / self.dt) };
-        if self.grid.n[1] == 1 {
-            kernels::ftcs1d(&self.temp, &mut self.next, T::of(r));
-        } else {
-            kernels::ftcs2d(&self.temp, &mut self.next, self.grid.n[0], T::of(r));
+        let r = T::of(if dt == self.dt { self.r } else { self.r * (dt / self.dt) });
+        match &mut self.gpu {
+            Some(gpu) => gpu.step(r)?,
+            None if self.grid.n[1] == 1 => kernels::ftcs1d(&self.temp, &mut self.next, r),
+            None => kernels::ftcs2d(&self.temp, &mut self.next, self.grid.n[0], r),
         }
-        std::mem::swap(&mut self.temp, &mut self.next);
+        if self.gpu.is_none() {
+            std::mem::swap(&mut self.temp, &mut self.next);
+        }
         self.step += 1;
         self.time += dt;
+        Ok(())
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        match &self.gpu {
+            Some(gpu) => gpu.download(&mut self.temp),
+            None => Ok(()),
+        }
+    }
+
+    fn backend(&self) -> String {
+        self.backend.clone()
     }
 
     fn grid(&self) -> Grid {
@@ -285,6 +317,9 @@ impl<T: Real> Solver for Heat<T> {
 
     fn restore(&mut self, step: u64, time: f64, mut arrays: Vec<StateArray>) -> Result<()> {
         self.temp = take_array::<T>(&mut arrays, "T", &self.shape())?;
+        if let Some(gpu) = &mut self.gpu {
+            gpu.upload(&self.temp)?;
+        }
         self.step = step;
         self.time = time;
         Ok(())

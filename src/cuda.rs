@@ -1,0 +1,260 @@
+//! CUDA back end: device discovery, run-time compilation of the kernels in `kernels/` with
+//! NVRTC (to a cubin for the device's architecture, cached on disk), and launch helpers.
+//!
+//! cudarc loads the driver and NVRTC at run time and panics when a library or symbol is
+//! missing, so every entry point probes first and contains panics of the loader.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use cudarc::driver::{CudaContext, CudaModule, CudaStream, sys::CUdevice_attribute};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Result, SimError, input};
+use crate::real::Precision;
+
+/// Header compiled in front of every kernel file.
+pub const COMMON: &str = include_str!("../kernels/common.cuh");
+/// Kernel files, by name.
+pub const KERNELS: &[(&str, &str)] = &[("heat", include_str!("../kernels/heat.cu"))];
+
+/// `gpu:` section of a case: kernel variant and block shape.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GpuOptions {
+    #[serde(default)]
+    pub variant: Variant,
+    /// Threads per block along x (contiguous) and y; 1D kernels use `block[0]`.
+    #[serde(default = "default_block")]
+    pub block: [u32; 2],
+    /// Compile with --use_fast_math (off: IEEE results, no FMA contraction).
+    #[serde(default)]
+    pub fast_math: bool,
+}
+
+impl Default for GpuOptions {
+    fn default() -> Self {
+        GpuOptions { variant: Variant::default(), block: default_block(), fast_math: false }
+    }
+}
+
+fn default_block() -> [u32; 2] {
+    [512, 1]
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Variant {
+    /// One thread per node; neighbours re-read through the L2 cache.
+    #[default]
+    L2,
+    /// Shared-memory tile with a halo.
+    Shared,
+}
+
+impl Variant {
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::L2 => "l2",
+            Variant::Shared => "shared",
+        }
+    }
+}
+
+impl GpuOptions {
+    /// Checks that need no device.
+    pub fn validate(&self) -> Result<()> {
+        let [bx, by] = self.block;
+        if bx == 0 || by == 0 || bx * by > 1024 {
+            return input(format!(
+                "gpu.block: [{bx}, {by}] must have positive sides and at most 1024 threads"
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// NVRTC options for `precision` on architecture `sm_XY`.
+pub fn nvrtc_options(precision: Precision, arch: &str, fast_math: bool) -> Vec<String> {
+    let real = match precision {
+        Precision::F32 => "float",
+        Precision::F64 => "double",
+    };
+    let mut o = vec![format!("--gpu-architecture={arch}"), format!("-DREAL={real}")];
+    // Without fast math, keep IEEE semantics and no FMA contraction, so results match the
+    // CPU kernels, which evaluate the same expressions in the same order.
+    o.push(if fast_math { "--use_fast_math".into() } else { "--fmad=false".into() });
+    o
+}
+
+/// The full source of kernel file `name`.
+pub fn source(name: &str) -> Option<String> {
+    KERNELS.iter().find(|(n, _)| *n == name).map(|(_, s)| format!("{COMMON}\n{s}"))
+}
+
+/// Run `f`, turning a panic of cudarc's library loader into an error.
+fn guarded<T>(what: &str, f: impl FnOnce() -> std::result::Result<T, String>) -> std::result::Result<T, String> {
+    let prev = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    std::panic::set_hook(prev);
+    r.unwrap_or_else(|_| Err(format!("{what}: the CUDA library is unusable (missing symbol)")))
+}
+
+/// NVRTC's version, if the library can be loaded.
+pub fn nvrtc_version() -> Option<(i32, i32)> {
+    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+        return None;
+    }
+    guarded("nvrtc", || {
+        let (mut a, mut b) = (0, 0);
+        unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut a, &mut b) }.result().map_err(|e| format!("{e:?}"))?;
+        Ok((a, b))
+    })
+    .ok()
+}
+
+/// Compile `src` with NVRTC to a cubin; errors carry NVRTC's log.
+pub fn compile_cubin(src: &str, options: &[String]) -> std::result::Result<Vec<u8>, String> {
+    use cudarc::nvrtc::{result, sys};
+    if !unsafe { sys::is_culib_present() } {
+        return Err("NVRTC (libnvrtc.so) not found; install the CUDA toolkit or `pip install nvidia-cuda-nvrtc` and add its lib directory to LD_LIBRARY_PATH".into());
+    }
+    guarded("nvrtc", || {
+        let c_src = std::ffi::CString::new(src).map_err(|e| e.to_string())?;
+        let prog = result::create_program(&c_src, None).map_err(|e| format!("{e:?}"))?;
+        let compiled = unsafe { result::compile_program(prog, options) };
+        let out = match compiled {
+            Err(e) => {
+                let log = unsafe { result::get_program_log(prog) }.unwrap_or_default();
+                let log: Vec<u8> = log.iter().map(|&c| c as u8).take_while(|&c| c != 0).collect();
+                Err(format!("{e:?}\n{}", String::from_utf8_lossy(&log)))
+            }
+            Ok(()) => {
+                let mut n = 0usize;
+                unsafe { sys::nvrtcGetCUBINSize(prog, &mut n) }.result().map_err(|e| format!("{e:?}"))?;
+                let mut buf = vec![0u8; n];
+                unsafe { sys::nvrtcGetCUBIN(prog, buf.as_mut_ptr() as *mut _) }.result().map_err(|e| format!("{e:?}"))?;
+                Ok(buf)
+            }
+        };
+        let _ = unsafe { result::destroy_program(prog) };
+        out
+    })
+}
+
+/// 64-bit FNV-1a: a stable hash for the cache key.
+fn fnv1a(parts: &[&[u8]]) -> u64 {
+    let mut h = 0xcbf29ce484222325u64;
+    for p in parts {
+        for &b in *p {
+            h = (h ^ b as u64).wrapping_mul(0x100000001b3);
+        }
+        h = (h ^ 0xff).wrapping_mul(0x100000001b3);
+    }
+    h
+}
+
+/// Where compiled kernels are cached: `$SIM_CACHE_DIR`, else `$XDG_CACHE_HOME/sim`, else
+/// `~/.cache/sim`.
+pub fn cache_dir() -> Option<PathBuf> {
+    let env = |k| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    env("SIM_CACHE_DIR")
+        .or_else(|| env("XDG_CACHE_HOME").map(|p| p.join("sim")))
+        .or_else(|| env("HOME").map(|p| p.join(".cache/sim")))
+}
+
+/// Cache file of a compilation: keyed by source, options (architecture, precision, flags)
+/// and the NVRTC version.
+pub fn cache_path(src: &str, options: &[String]) -> Option<PathBuf> {
+    let v = nvrtc_version().map(|(a, b)| format!("{a}.{b}")).unwrap_or_default();
+    let opts = options.join(" ");
+    let key = fnv1a(&[src.as_bytes(), opts.as_bytes(), v.as_bytes()]);
+    cache_dir().map(|d| d.join(format!("kernel-{key:016x}.cubin")))
+}
+
+/// An open CUDA device with one stream.
+pub struct Gpu {
+    pub ctx: Arc<CudaContext>,
+    pub stream: Arc<CudaStream>,
+    pub name: String,
+    pub compute_capability: (i32, i32),
+    pub max_threads_per_block: u32,
+    pub max_block: [u32; 2],
+}
+
+impl Gpu {
+    /// Open device 0, or say precisely what is missing (exit code 2).
+    pub fn open() -> Result<Arc<Gpu>> {
+        let bad = |why: String| SimError::Input(format!("backend cuda: {why}; use backend: cpu or auto"));
+        if !unsafe { cudarc::driver::sys::is_culib_present() } {
+            return Err(bad("no CUDA driver library (libcuda.so.1) found".into()));
+        }
+        if nvrtc_version().is_none() {
+            return Err(bad("NVRTC (libnvrtc.so) not found; it ships with the CUDA toolkit".into()));
+        }
+        guarded("driver", || {
+            let ctx = CudaContext::new(0).map_err(|e| format!("no usable device ({e:?})"))?;
+            let e = |x: cudarc::driver::DriverError| format!("{x:?}");
+            let attr = |a| ctx.attribute(a).map(|v| v as u32).map_err(e);
+            Ok(Gpu {
+                name: ctx.name().map_err(e)?,
+                compute_capability: ctx.compute_capability().map_err(e)?,
+                max_threads_per_block: attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+                max_block: [
+                    attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)?,
+                    attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y)?,
+                ],
+                stream: ctx.default_stream(),
+                ctx,
+            })
+        })
+        .map(Arc::new)
+        .map_err(bad)
+    }
+
+    pub fn arch(&self) -> String {
+        format!("sm_{}{}", self.compute_capability.0, self.compute_capability.1)
+    }
+
+    /// Reject block shapes this device cannot launch.
+    pub fn check_block(&self, block: [u32; 2]) -> Result<()> {
+        let [bx, by] = block;
+        if bx > self.max_block[0] || by > self.max_block[1] || bx * by > self.max_threads_per_block {
+            return input(format!(
+                "gpu.block: [{bx}, {by}] exceeds what {} allows ({} threads per block, at most [{}, {}])",
+                self.name, self.max_threads_per_block, self.max_block[0], self.max_block[1]
+            ));
+        }
+        Ok(())
+    }
+
+    /// Compile (or load from the cache) kernel file `name` for this device.
+    pub fn module(&self, name: &str, precision: Precision, fast_math: bool) -> Result<Arc<CudaModule>> {
+        let src = source(name).ok_or_else(|| SimError::Run(format!("no kernel file {name}")))?;
+        let options = nvrtc_options(precision, &self.arch(), fast_math);
+        let cached = cache_path(&src, &options);
+        let cubin = match cached.as_ref().and_then(|p| std::fs::read(p).ok()) {
+            Some(bytes) => bytes,
+            None => {
+                let bytes = compile_cubin(&src, &options)
+                    .map_err(|e| SimError::Run(format!("compiling kernels/{name}.cu: {e}")))?;
+                if let Some(p) = &cached {
+                    // A failed cache write only costs a recompilation next time.
+                    let _ = std::fs::create_dir_all(p.parent().unwrap_or(p))
+                        .and_then(|_| std::fs::write(crate::io::tmp_path(p), &bytes))
+                        .and_then(|_| std::fs::rename(crate::io::tmp_path(p), p));
+                }
+                bytes
+            }
+        };
+        self.ctx
+            .load_module(cudarc::nvrtc::Ptx::from_binary(cubin))
+            .map_err(|e| SimError::Run(format!("loading kernels/{name}.cu on {}: {e:?}", self.name)))
+    }
+}
+
+/// Map a driver error of a running solver to a run failure.
+pub fn driver_err(what: &str) -> impl Fn(cudarc::driver::DriverError) -> SimError + '_ {
+    move |e| SimError::Run(format!("CUDA {what}: {e:?}"))
+}

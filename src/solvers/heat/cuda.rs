@@ -1,0 +1,70 @@
+//! The heat step on a CUDA device: the same update as `kernels.rs`, from `kernels/heat.cu`.
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+
+use crate::cuda::{Gpu, GpuOptions, Variant, driver_err};
+use crate::error::Result;
+use crate::real::Real;
+use crate::solver::Grid;
+
+pub struct HeatCuda<T: Real> {
+    stream: Arc<CudaStream>,
+    func: CudaFunction,
+    cfg: LaunchConfig,
+    /// Current field and the buffer the next step writes; swapped after each step.
+    temp: CudaSlice<T>,
+    next: CudaSlice<T>,
+    nx: i32,
+    ny: i32,
+}
+
+impl<T: Real> HeatCuda<T> {
+    pub fn new(gpu: &Gpu, opts: &GpuOptions, grid: &Grid, init: &[T]) -> Result<Self> {
+        gpu.check_block(opts.block)?;
+        let module = gpu.module("heat", T::PRECISION, opts.fast_math)?;
+        let [nx, ny] = grid.n;
+        let [bx, by] = opts.block;
+        let (name, cfg) = if ny == 1 {
+            ("heat1d", LaunchConfig { grid_dim: ((nx as u32).div_ceil(bx), 1, 1), block_dim: (bx, 1, 1), shared_mem_bytes: 0 })
+        } else {
+            let grid_dim = ((nx as u32).div_ceil(bx), (ny as u32).div_ceil(by), 1);
+            match opts.variant {
+                Variant::L2 => ("heat2d_l2", LaunchConfig { grid_dim, block_dim: (bx, by, 1), shared_mem_bytes: 0 }),
+                Variant::Shared => {
+                    let bytes = (bx + 2) * (by + 2) * std::mem::size_of::<T>() as u32;
+                    ("heat2d_shared", LaunchConfig { grid_dim, block_dim: (bx, by, 1), shared_mem_bytes: bytes })
+                }
+            }
+        };
+        let func = module.load_function(name).map_err(driver_err("loading heat kernel"))?;
+        let stream = gpu.stream.clone();
+        let temp = stream.clone_htod(init).map_err(driver_err("upload"))?;
+        let next = stream.alloc_zeros::<T>(init.len()).map_err(driver_err("allocation"))?;
+        Ok(HeatCuda { stream, func, cfg, temp, next, nx: nx as i32, ny: ny as i32 })
+    }
+
+    /// One step with stability number `r`, then swap the buffers.
+    pub fn step(&mut self, r: T) -> Result<()> {
+        let mut b = self.stream.launch_builder(&self.func);
+        b.arg(&self.temp).arg(&mut self.next).arg(&self.nx);
+        if self.ny > 1 {
+            b.arg(&self.ny);
+        }
+        b.arg(&r);
+        // SAFETY: the argument list matches the kernel signatures in kernels/heat.cu
+        // (src, dst, nx[, ny], r) and both buffers hold nx*ny elements.
+        unsafe { b.launch(self.cfg) }.map_err(driver_err("heat kernel launch"))?;
+        std::mem::swap(&mut self.temp, &mut self.next);
+        Ok(())
+    }
+
+    pub fn download(&self, out: &mut [T]) -> Result<()> {
+        self.stream.memcpy_dtoh(&self.temp, out).map_err(driver_err("download"))
+    }
+
+    pub fn upload(&mut self, v: &[T]) -> Result<()> {
+        self.stream.memcpy_htod(v, &mut self.temp).map_err(driver_err("upload"))
+    }
+}

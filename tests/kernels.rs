@@ -1,0 +1,55 @@
+//! Every CUDA kernel compiles with NVRTC in both precisions (no GPU needed). CI installs
+//! NVRTC from PyPI (`nvidia-cuda-nvrtc`), so a broken kernel fails the build there.
+
+use sim::cuda::{self, KERNELS};
+use sim::real::Precision;
+
+/// NVRTC present, or (outside CI) a printed note and `false`.
+fn nvrtc_available() -> bool {
+    if cuda::nvrtc_version().is_some() {
+        return true;
+    }
+    assert!(std::env::var_os("CI").is_none(), "CI must provide NVRTC (see .ci/run)");
+    eprintln!("note: NVRTC not found (pip install nvidia-cuda-nvrtc, then add its lib dir to LD_LIBRARY_PATH); kernel compile test skipped");
+    false
+}
+
+#[test]
+fn every_kernel_compiles_for_hopper_in_both_precisions() {
+    if !nvrtc_available() {
+        return;
+    }
+    for (name, _) in KERNELS {
+        for precision in [Precision::F32, Precision::F64] {
+            for fast_math in [false, true] {
+                let opts = cuda::nvrtc_options(precision, "sm_90", fast_math);
+                let cubin = cuda::compile_cubin(&cuda::source(name).unwrap(), &opts)
+                    .unwrap_or_else(|e| panic!("kernels/{name}.cu ({opts:?}):\n{e}"));
+                assert!(cubin.starts_with(b"\x7fELF"), "kernels/{name}.cu: not an ELF cubin");
+            }
+        }
+    }
+}
+
+#[test]
+fn compile_errors_carry_the_nvrtc_log() {
+    if !nvrtc_available() {
+        return;
+    }
+    let src = format!("{}\nextern \"C\" __global__ void k(real* x) {{ x[0] = undefined_name; }}\n", cuda::COMMON);
+    let err = cuda::compile_cubin(&src, &cuda::nvrtc_options(Precision::F64, "sm_90", false)).unwrap_err();
+    assert!(err.contains("undefined_name"), "{err}");
+    // The precision must be given.
+    let err = cuda::compile_cubin(cuda::COMMON, &["--gpu-architecture=sm_90".to_string()]).unwrap_err();
+    assert!(err.contains("-DREAL"), "{err}");
+}
+
+#[test]
+fn cache_key_depends_on_source_and_options() {
+    let o64 = cuda::nvrtc_options(Precision::F64, "sm_90", false);
+    let o32 = cuda::nvrtc_options(Precision::F32, "sm_90", false);
+    let a = cuda::cache_path("x", &o64);
+    assert_eq!(a, cuda::cache_path("x", &o64));
+    assert_ne!(a, cuda::cache_path("y", &o64));
+    assert_ne!(a, cuda::cache_path("x", &o32));
+}

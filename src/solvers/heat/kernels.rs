@@ -3,11 +3,6 @@
 //!
 //! Evaluation order (mirrored by the CUDA kernels): 1D `c0*c + r*(w + e)`,
 //! 2D `c0*c + r*((w + e) + (s + n))`, with `c0 = 1 - 2r` (1D) or `1 - 4r` (2D).
-//!
-//! Fields larger than the caches are written with streaming (non-temporal) stores: a plain
-//! store first reads the destination line from memory, which costs a third of the traffic
-//! of a stencil sweep. Rows are computed into a small buffer that stays in L1 and then
-//! streamed out, so the arithmetic is the same in both paths.
 
 use rayon::prelude::*;
 
@@ -40,88 +35,28 @@ pub fn ftcs1d<T: Real>(src: &[T], dst: &mut [T], r: T) {
     });
 }
 
-/// Arrays of at least this many bytes are written with streaming stores.
-pub const STREAM_BYTES: usize = 8 << 20;
-
-/// Elements of a row computed per block before they are streamed out.
-const BLOCK: usize = 512;
-
 /// One FTCS step in 2D on an `nx`-wide row-major grid, all four edges set to 0.
 pub fn ftcs2d<T: Real>(src: &[T], dst: &mut [T], nx: usize, r: T) {
     let ny = src.len() / nx;
     assert!(nx >= 3 && ny >= 3 && src.len() == nx * ny && dst.len() == src.len());
     let c0 = T::one() - T::of(4.0) * r;
-    let stream = std::mem::size_of_val(dst) >= STREAM_BYTES && std::env::var("NOSTREAM").is_err();
     dst.par_chunks_mut(nx).enumerate().for_each(|(j, out)| {
         if j == 0 || j == ny - 1 {
             out.fill(T::zero());
             return;
         }
+        let m = nx - 2;
         let row = |jj: usize| &src[jj * nx..(jj + 1) * nx];
         let (south, mid, north) = (row(j - 1), row(j), row(j + 1));
-        let update = |lo: usize, o: &mut [T]| {
-            // Interior nodes lo..lo+o.len(), all in 1..nx-1.
-            let m = o.len();
-            let (w, c, e) = (&mid[lo - 1..lo - 1 + m], &mid[lo..lo + m], &mid[lo + 1..lo + 1 + m]);
-            let (s, n) = (&south[lo..lo + m], &north[lo..lo + m]);
-            for k in 0..m {
-                o[k] = c0 * c[k] + r * ((w[k] + e[k]) + (s[k] + n[k]));
-            }
-        };
-        if stream {
-            let mut buf = [T::zero(); BLOCK];
-            let mut lo = 1;
-            while lo < nx - 1 {
-                let m = BLOCK.min(nx - 1 - lo);
-                update(lo, &mut buf[..m]);
-                stream_store(&mut out[lo..lo + m], &buf[..m]);
-                lo += m;
-            }
-            stream_fence();
-        } else {
-            update(1, &mut out[1..nx - 1]);
+        let (w, c, e) = (&mid[0..m], &mid[1..m + 1], &mid[2..m + 2]);
+        let (s, n) = (&south[1..m + 1], &north[1..m + 1]);
+        let o = &mut out[1..m + 1];
+        for k in 0..m {
+            o[k] = c0 * c[k] + r * ((w[k] + e[k]) + (s[k] + n[k]));
         }
         out[0] = T::zero();
         out[nx - 1] = T::zero();
     });
-}
-
-/// `dst.copy_from_slice(src)` with non-temporal stores where the CPU has them.
-fn stream_store<T: Real>(dst: &mut [T], src: &[T]) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
-        let bytes = std::mem::size_of_val(dst);
-        let d = dst.as_mut_ptr() as *mut u8;
-        let s = src.as_ptr() as *const u8;
-        // Plain copies up to the first 16-byte boundary of dst and after the last one.
-        let head = d.align_offset(16).min(bytes);
-        let body = (bytes - head) / 16;
-        // SAFETY: dst and src have the same length (checked by the slice indexing of the
-        // callers: both are `m` elements); every access below stays within `bytes`, the
-        // streamed addresses are 16-byte aligned, and SSE2 is part of the x86_64 baseline.
-        unsafe {
-            std::ptr::copy_nonoverlapping(s, d, head);
-            for k in 0..body {
-                let off = head + 16 * k;
-                let v = _mm_loadu_si128(s.add(off) as *const __m128i);
-                _mm_stream_si128(d.add(off) as *mut __m128i, v);
-            }
-            let done = head + 16 * body;
-            std::ptr::copy_nonoverlapping(s.add(done), d.add(done), bytes - done);
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    dst.copy_from_slice(src);
-}
-
-/// Order the streaming stores of this thread before anything that follows.
-fn stream_fence() {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: SSE2 is part of the x86_64 baseline.
-    unsafe {
-        std::arch::x86_64::_mm_sfence();
-    }
 }
 
 /// The COPY kernel the heat bandwidth is compared with: same row split, `dst = src`.
@@ -170,29 +105,6 @@ mod tests {
         let mut dst = vec![f32::NAN; nx * ny];
         ftcs2d(&src, &mut dst, nx, r);
         for j in 0..ny {
-            for i in 0..nx {
-                let k = j * nx + i;
-                let want = if i == 0 || j == 0 || i == nx - 1 || j == ny - 1 {
-                    0.0
-                } else {
-                    (1.0 - 4.0 * r) * src[k]
-                        + r * ((src[k - 1] + src[k + 1]) + (src[k - nx] + src[k + nx]))
-                };
-                assert_eq!(dst[k], want, "node ({i}, {j})");
-            }
-        }
-    }
-
-    #[test]
-    fn streaming_path_matches_plain_loop() {
-        // Wide enough rows for several blocks and an odd width for unaligned row starts.
-        let nx = 2 * BLOCK + 77;
-        let ny = STREAM_BYTES / (8 * nx) + 3;
-        let src = noise(nx * ny, 4);
-        let mut dst = vec![f64::NAN; nx * ny];
-        let r = 0.25;
-        ftcs2d(&src, &mut dst, nx, r);
-        for j in [0, 1, ny / 2, ny - 2, ny - 1] {
             for i in 0..nx {
                 let k = j * nx + i;
                 let want = if i == 0 || j == 0 || i == nx - 1 || j == ny - 1 {

@@ -376,7 +376,9 @@ impl Driver<'_> {
                 last_log = Instant::now();
             }
             if s.converged() && !done {
-                self.guard(s)?;
+                if s.step() % self.case.guard.check_every != 0 {
+                    self.guard(s)?;
+                }
                 self.write_output(s)?;
                 self.write_checkpoint(s)?;
                 status = "converged";

@@ -200,9 +200,6 @@ pub fn predictor<T: Real>(
     assert!(nx >= 3 && ny >= 3 && u.len() == nx * ny);
     assert!(v.len() == u.len() && p.len() == u.len() && us.len() == u.len());
     assert!(vs.len() == u.len() && ps.len() == u.len());
-    let Coeffs { dtdx, dtdy, nudx2, nudy2, c2dx, c2dy, .. } = *c;
-    let two = T::of(2.0);
-    let m = nx - 2;
     us.par_chunks_mut(nx)
         .zip(vs.par_chunks_mut(nx))
         .zip(ps.par_chunks_mut(nx))
@@ -212,29 +209,7 @@ pub fn predictor<T: Real>(
             if j == 0 || j == ny - 1 {
                 return;
             }
-            let (s0, s1, c0, c1, n0, n1) = ((j - 1) * nx, j * nx, j * nx, (j + 1) * nx, (j + 1) * nx, (j + 2) * nx);
-            // u: centre, west, east, south, north
-            let (ur, us_, un_) = (&u[c0..c1], &u[s0..s1], &u[n0..n1]);
-            let (vr, vs_, vn_) = (&v[c0..c1], &v[s0..s1], &v[n0..n1]);
-            let (pr, pn_) = (&p[c0..c1], &p[n0..n1]);
-            let (uc, uw, ue, uss, unn) = (&ur[1..m + 1], &ur[0..m], &ur[2..m + 2], &us_[1..m + 1], &un_[1..m + 1]);
-            let (vc, vw, ve, vss, vnn) = (&vr[1..m + 1], &vr[0..m], &vr[2..m + 2], &vs_[1..m + 1], &vn_[1..m + 1]);
-            let (pc, pe, pnn) = (&pr[1..m + 1], &pr[2..m + 2], &pn_[1..m + 1]);
-            {
-                let (ou, ov, op) = (&mut uo[1..m + 1], &mut vo[1..m + 1], &mut po[1..m + 1]);
-                for k in 0..m {
-                    let (u_, v_, p_) = (uc[k], vc[k], pc[k]);
-                    let (ue_, un) = (ue[k], unn[k]);
-                    let (ve_, vn) = (ve[k], vnn[k]);
-                    ou[k] = u_ - dtdx * (u_ * (ue_ - u_) + (pe[k] - p_)) - dtdy * (v_ * (un - u_))
-                        + nudx2 * ((ue_ - two * u_) + uw[k])
-                        + nudy2 * ((un - two * u_) + uss[k]);
-                    ov[k] = v_ - dtdx * (u_ * (ve_ - v_)) - dtdy * (v_ * (vn - v_) + (pnn[k] - p_))
-                        + nudx2 * ((ve_ - two * v_) + vw[k])
-                        + nudy2 * ((vn - two * v_) + vss[k]);
-                    op[k] = p_ - c2dx * (ue_ - u_) - c2dy * (vn - v_);
-                }
-            }
+            rows::predictor(j, nx, u, v, p, uo, vo, po, c);
             side_walls_row(uo, vo, po);
         });
 }
@@ -259,10 +234,6 @@ pub fn corrector<T: Real, const CHANGE: bool>(
     assert!(nx >= 3 && ny >= 3 && u.len() == nx * ny);
     assert!(v.len() == u.len() && p.len() == u.len() && us.len() == u.len());
     assert!(vs.len() == u.len() && ps.len() == u.len() && partials.len() == ny);
-    let Coeffs { dtdx, dtdy, nudx2, nudy2, c2dx, c2dy, .. } = *c;
-    let two = T::of(2.0);
-    let half = T::of(0.5);
-    let m = nx - 2;
     u.par_chunks_mut(nx)
         .zip(v.par_chunks_mut(nx))
         .zip(p.par_chunks_mut(nx))
@@ -274,6 +245,104 @@ pub fn corrector<T: Real, const CHANGE: bool>(
                 *part = 0.0;
                 return;
             }
+            let change = rows::corrector::<T, CHANGE>(j, nx, us, vs, ps, uo, vo, po, c);
+            side_walls_row(uo, vo, po);
+            *part = change;
+        });
+}
+
+/// The inner loops of one interior row, compiled twice on x86-64: for the baseline target and
+/// with AVX2 enabled (chosen at run time). Only the vector width differs; there is no FMA
+/// contraction, so both give bit-identical results.
+mod rows {
+    use super::Coeffs;
+    use crate::real::Real;
+
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    pub fn predictor<T: Real>(j: usize, nx: usize, u: &[T], v: &[T], p: &[T], uo: &mut [T], vo: &mut [T], po: &mut [T], c: &Coeffs<T>) {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2 (checked just above).
+            return unsafe { avx2::predictor::<T>(j, nx, u, v, p, uo, vo, po, c) };
+        }
+        body::predictor::<T>(j, nx, u, v, p, uo, vo, po, c)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    pub fn corrector<T: Real, const CHANGE: bool>(j: usize, nx: usize, us: &[T], vs: &[T], ps: &[T], uo: &mut [T], vo: &mut [T], po: &mut [T], c: &Coeffs<T>) -> f64 {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2 (checked just above).
+            return unsafe { avx2::corrector::<T, CHANGE>(j, nx, us, vs, ps, uo, vo, po, c) };
+        }
+        body::corrector::<T, CHANGE>(j, nx, us, vs, ps, uo, vo, po, c)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    mod avx2 {
+        use super::super::Coeffs;
+        use crate::real::Real;
+
+        #[allow(clippy::too_many_arguments)]
+        #[target_feature(enable = "avx2")]
+        pub unsafe fn predictor<T: Real>(j: usize, nx: usize, u: &[T], v: &[T], p: &[T], uo: &mut [T], vo: &mut [T], po: &mut [T], c: &Coeffs<T>) {
+            super::body::predictor::<T>(j, nx, u, v, p, uo, vo, po, c)
+        }
+
+        #[allow(clippy::too_many_arguments)]
+        #[target_feature(enable = "avx2")]
+        pub unsafe fn corrector<T: Real, const CHANGE: bool>(j: usize, nx: usize, us: &[T], vs: &[T], ps: &[T], uo: &mut [T], vo: &mut [T], po: &mut [T], c: &Coeffs<T>) -> f64 {
+            super::body::corrector::<T, CHANGE>(j, nx, us, vs, ps, uo, vo, po, c)
+        }
+    }
+
+    mod body {
+        use super::super::Coeffs;
+        use crate::real::Real;
+
+        /// Predictor on interior row `j` (`1..ny-1`), interior nodes only.
+        #[allow(clippy::too_many_arguments)]
+        #[inline(always)]
+        pub fn predictor<T: Real>(j: usize, nx: usize, u: &[T], v: &[T], p: &[T], uo: &mut [T], vo: &mut [T], po: &mut [T], c: &Coeffs<T>) {
+            let Coeffs { dtdx, dtdy, nudx2, nudy2, c2dx, c2dy, .. } = *c;
+            let two = T::of(2.0);
+            let m = nx - 2;
+            let (s0, s1, c0, c1, n0, n1) = ((j - 1) * nx, j * nx, j * nx, (j + 1) * nx, (j + 1) * nx, (j + 2) * nx);
+            // u: centre, west, east, south, north
+            let (ur, us_, un_) = (&u[c0..c1], &u[s0..s1], &u[n0..n1]);
+            let (vr, vs_, vn_) = (&v[c0..c1], &v[s0..s1], &v[n0..n1]);
+            let (pr, pn_) = (&p[c0..c1], &p[n0..n1]);
+            let (uc, uw, ue, uss, unn) = (&ur[1..m + 1], &ur[0..m], &ur[2..m + 2], &us_[1..m + 1], &un_[1..m + 1]);
+            let (vc, vw, ve, vss, vnn) = (&vr[1..m + 1], &vr[0..m], &vr[2..m + 2], &vs_[1..m + 1], &vn_[1..m + 1]);
+            let (pc, pe, pnn) = (&pr[1..m + 1], &pr[2..m + 2], &pn_[1..m + 1]);
+            {
+                let (ou, ov, op) = (&mut uo[1..m + 1], &mut vo[1..m + 1], &mut po[1..m + 1]);
+                for k in 0..m {
+                    let (u_, v_, p_) = (uc[k], vc[k], pc[k]);
+                    let (ue_, un) = (ue[k], unn[k]);
+                    let (ve_, vn) = (ve[k], vnn[k]);
+                    ou[k] = u_ - dtdx * (u_ * (ue_ - u_) + (pe[k] - p_)) - dtdy * (v_ * (un - u_))
+                        + nudx2 * ((ue_ - two * u_) + uw[k])
+                        + nudy2 * ((un - two * u_) + uss[k]);
+                    ov[k] = v_ - dtdx * (u_ * (ve_ - v_)) - dtdy * (v_ * (vn - v_) + (pnn[k] - p_))
+                        + nudx2 * ((ve_ - two * v_) + vw[k])
+                        + nudy2 * ((vn - two * v_) + vss[k]);
+                    op[k] = p_ - c2dx * (ue_ - u_) - c2dy * (vn - v_);
+                }
+            }
+        }
+
+        /// Corrector on interior row `j`, in place on the row's `u, v, p`; returns the sum of
+        /// the squared change of `u` over the row when `CHANGE`.
+        #[allow(clippy::too_many_arguments)]
+        #[inline(always)]
+        pub fn corrector<T: Real, const CHANGE: bool>(j: usize, nx: usize, us: &[T], vs: &[T], ps: &[T], uo: &mut [T], vo: &mut [T], po: &mut [T], c: &Coeffs<T>) -> f64 {
+            let Coeffs { dtdx, dtdy, nudx2, nudy2, c2dx, c2dy, .. } = *c;
+            let two = T::of(2.0);
+            let half = T::of(0.5);
+            let m = nx - 2;
             let (s0, s1, c0, c1, n0, n1) = ((j - 1) * nx, j * nx, j * nx, (j + 1) * nx, (j + 1) * nx, (j + 2) * nx);
             let (ur, us_, un_) = (&us[c0..c1], &us[s0..s1], &us[n0..n1]);
             let (vr, vs_, vn_) = (&vs[c0..c1], &vs[s0..s1], &vs[n0..n1]);
@@ -305,9 +374,9 @@ pub fn corrector<T: Real, const CHANGE: bool>(
                     op[k] = half * (op[k] + pp);
                 }
             }
-            side_walls_row(uo, vo, po);
-            *part = change;
-        });
+            change
+        }
+    }
 }
 
 /// Side walls of one row: `u = v = 0` at both ends, pressure copied from the inward node.

@@ -13,7 +13,7 @@ use sim::case::{Case, SolverCase};
 use sim::io::checkpoint;
 use sim::real::{Precision, Real, Values};
 use sim::solver::{Solver, StateArray};
-use sim::solvers::cavity::{Cavity, CavityParams, Reference};
+use sim::solvers::cavity::{Cavity, CavityParams, Comparison, Reference};
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -50,7 +50,7 @@ struct Converged {
 fn solve_re100<T: Real>() -> Converged {
     let p = case_params("cavity_re100.yaml");
     let (s, wall) = converge::<T>(&p, 160_000);
-    let (_, u, _, v, errors) = s.compare(Reference::Ghia).expect("Ghia tabulates Re = 100");
+    let Comparison { u, v, errors, .. } = s.compare(Reference::Ghia).expect("Ghia tabulates Re = 100");
     eprintln!(
         "Re = 100, N = {}, {}: {} steps (t = {:.3}), {:.1} s, R_K = {:.3e}, u max/rms {:.4}/{:.4}, v max/rms {:.4}/{:.4}",
         p.n,
@@ -102,7 +102,7 @@ fn re100_n129_f32_matches_ghia_and_f64() {
 fn re1000_n129_matches_ghia() {
     let p = case_params("cavity_re1000_n129.yaml");
     let (s, wall) = converge::<f64>(&p, 1_000_000);
-    let (.., e) = s.compare(Reference::Ghia).unwrap();
+    let e = s.compare(Reference::Ghia).unwrap().errors;
     eprintln!("Re = 1000, N = 129: {} steps, {wall:.1} s, R_K = {:.3e}, {e:?}", s.step(), s.residual());
     assert!(s.converged(), "not converged after {} steps", s.step());
     assert!(e.u_max <= 0.03 && e.v_max <= 0.03, "{e:?}");
@@ -150,9 +150,9 @@ fn even_grids_average_the_two_middle_lines() {
     }
     let cu = s.centreline_u();
     let n = p.n;
-    for j in 0..n {
+    for (j, &got) in cu.iter().enumerate() {
         let want = 0.5 * (s.u()[j * n + n / 2 - 1] + s.u()[j * n + n / 2]);
-        assert_eq!(cu[j], want);
+        assert_eq!(got, want);
     }
 }
 
@@ -290,7 +290,9 @@ fn run_writes_profiles_history_and_summary() {
     assert_eq!(steps, dedup, "one history row per step");
     let vti = std::fs::read(out.join("o_00000300.vti")).unwrap();
     let head = String::from_utf8_lossy(&vti[..vti.len().min(2000)]).to_string();
-    for f in [r#"Name="velocity" NumberOfComponents="3""#, r#"Name="pressure""#, r#"Name="vorticity""#, r#"Name="speed""#] {
+    for f in
+        [r#"Name="velocity" NumberOfComponents="3""#, r#"Name="pressure""#, r#"Name="vorticity""#, r#"Name="speed""#]
+    {
         assert!(head.contains(f), "{f} missing in the VTK header");
     }
 }
@@ -319,7 +321,8 @@ fn bad_input_is_rejected_with_the_key_named() {
     ] {
         let case = small_case(&dir, "bad", extra, 100, 1e-4, 100);
         let out = dir.join("out");
-        let o = sim().args(["run", case.to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet"]).output().unwrap();
+        let o =
+            sim().args(["run", case.to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet"]).output().unwrap();
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{extra}: {err}");
         assert!(err.contains(key), "{extra}: message should name {key}: {err}");

@@ -121,17 +121,7 @@ impl<T: Real> Fields<T> {
     pub fn initial(nx: usize, ny: usize, u0: T) -> Self {
         assert!(nx >= 3 && ny >= 3);
         let z = |slot| Padded::zeros(nx * ny, slot);
-        let mut f = Fields {
-            nx,
-            ny,
-            u: z(0),
-            v: z(1),
-            p: z(2),
-            us: z(3),
-            vs: z(4),
-            ps: z(5),
-            partials: vec![0.0; ny],
-        };
+        let mut f = Fields { nx, ny, u: z(0), v: z(1), p: z(2), us: z(3), vs: z(4), ps: z(5), partials: vec![0.0; ny] };
         walls(&mut f.u, &mut f.v, &mut f.p, nx, u0);
         side_walls_all(&mut f.u, &mut f.v, &mut f.p, nx);
         f
@@ -260,7 +250,17 @@ mod rows {
 
     #[allow(clippy::too_many_arguments)]
     #[inline]
-    pub fn predictor<T: Real>(j: usize, nx: usize, u: &[T], v: &[T], p: &[T], uo: &mut [T], vo: &mut [T], po: &mut [T], c: &Coeffs<T>) {
+    pub fn predictor<T: Real>(
+        j: usize,
+        nx: usize,
+        u: &[T],
+        v: &[T],
+        p: &[T],
+        uo: &mut [T],
+        vo: &mut [T],
+        po: &mut [T],
+        c: &Coeffs<T>,
+    ) {
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU supports AVX2 (checked just above).
@@ -271,7 +271,17 @@ mod rows {
 
     #[allow(clippy::too_many_arguments)]
     #[inline]
-    pub fn corrector<T: Real, const CHANGE: bool>(j: usize, nx: usize, us: &[T], vs: &[T], ps: &[T], uo: &mut [T], vo: &mut [T], po: &mut [T], c: &Coeffs<T>) -> f64 {
+    pub fn corrector<T: Real, const CHANGE: bool>(
+        j: usize,
+        nx: usize,
+        us: &[T],
+        vs: &[T],
+        ps: &[T],
+        uo: &mut [T],
+        vo: &mut [T],
+        po: &mut [T],
+        c: &Coeffs<T>,
+    ) -> f64 {
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU supports AVX2 (checked just above).
@@ -287,13 +297,33 @@ mod rows {
 
         #[allow(clippy::too_many_arguments)]
         #[target_feature(enable = "avx2")]
-        pub unsafe fn predictor<T: Real>(j: usize, nx: usize, u: &[T], v: &[T], p: &[T], uo: &mut [T], vo: &mut [T], po: &mut [T], c: &Coeffs<T>) {
+        pub unsafe fn predictor<T: Real>(
+            j: usize,
+            nx: usize,
+            u: &[T],
+            v: &[T],
+            p: &[T],
+            uo: &mut [T],
+            vo: &mut [T],
+            po: &mut [T],
+            c: &Coeffs<T>,
+        ) {
             super::body::predictor::<T>(j, nx, u, v, p, uo, vo, po, c)
         }
 
         #[allow(clippy::too_many_arguments)]
         #[target_feature(enable = "avx2")]
-        pub unsafe fn corrector<T: Real, const CHANGE: bool>(j: usize, nx: usize, us: &[T], vs: &[T], ps: &[T], uo: &mut [T], vo: &mut [T], po: &mut [T], c: &Coeffs<T>) -> f64 {
+        pub unsafe fn corrector<T: Real, const CHANGE: bool>(
+            j: usize,
+            nx: usize,
+            us: &[T],
+            vs: &[T],
+            ps: &[T],
+            uo: &mut [T],
+            vo: &mut [T],
+            po: &mut [T],
+            c: &Coeffs<T>,
+        ) -> f64 {
             super::body::corrector::<T, CHANGE>(j, nx, us, vs, ps, uo, vo, po, c)
         }
     }
@@ -305,7 +335,17 @@ mod rows {
         /// Predictor on interior row `j` (`1..ny-1`), interior nodes only.
         #[allow(clippy::too_many_arguments)]
         #[inline(always)]
-        pub fn predictor<T: Real>(j: usize, nx: usize, u: &[T], v: &[T], p: &[T], uo: &mut [T], vo: &mut [T], po: &mut [T], c: &Coeffs<T>) {
+        pub fn predictor<T: Real>(
+            j: usize,
+            nx: usize,
+            u: &[T],
+            v: &[T],
+            p: &[T],
+            uo: &mut [T],
+            vo: &mut [T],
+            po: &mut [T],
+            c: &Coeffs<T>,
+        ) {
             let Coeffs { dtdx, dtdy, nudx2, nudy2, c2dx, c2dy, .. } = *c;
             let two = T::of(2.0);
             let m = nx - 2;
@@ -338,7 +378,17 @@ mod rows {
         /// the squared change of `u` over the row when `CHANGE`.
         #[allow(clippy::too_many_arguments)]
         #[inline(always)]
-        pub fn corrector<T: Real, const CHANGE: bool>(j: usize, nx: usize, us: &[T], vs: &[T], ps: &[T], uo: &mut [T], vo: &mut [T], po: &mut [T], c: &Coeffs<T>) -> f64 {
+        pub fn corrector<T: Real, const CHANGE: bool>(
+            j: usize,
+            nx: usize,
+            us: &[T],
+            vs: &[T],
+            ps: &[T],
+            uo: &mut [T],
+            vo: &mut [T],
+            po: &mut [T],
+            c: &Coeffs<T>,
+        ) -> f64 {
             let Coeffs { dtdx, dtdy, nudx2, nudy2, c2dx, c2dy, .. } = *c;
             let two = T::of(2.0);
             let half = T::of(0.5);
@@ -486,7 +536,9 @@ mod tests {
             p[at(i, ny - 1)] = p[at(i, ny - 2)];
         }
         let h = T::of(0.5);
-        for (i, j, i1, j1) in [(0, 0, 1, 0), (nx - 1, 0, nx - 2, 0), (0, ny - 1, 1, ny - 1), (nx - 1, ny - 1, nx - 2, ny - 1)] {
+        for (i, j, i1, j1) in
+            [(0, 0, 1, 0), (nx - 1, 0, nx - 2, 0), (0, ny - 1, 1, ny - 1), (nx - 1, ny - 1, nx - 2, ny - 1)]
+        {
             let jin = if j == 0 { 1 } else { ny - 2 };
             u[at(i, j)] = T::zero();
             v[at(i, j)] = T::zero();
@@ -519,12 +571,14 @@ mod tests {
             for i in 1..nx - 1 {
                 let k = at(i, j);
                 let (e, w, n, s) = (at(i + 1, j), at(i - 1, j), at(i, j + 1), at(i, j - 1));
-                let uu = us[k] - c.dtdx * (us[k] * (us[k] - us[w]) + (ps[k] - ps[w])) - c.dtdy * (vs[k] * (us[k] - us[s]))
-                    + c.nudx2 * ((us[e] - two * us[k]) + us[w])
-                    + c.nudy2 * ((us[n] - two * us[k]) + us[s]);
-                let vv = vs[k] - c.dtdx * (us[k] * (vs[k] - vs[w])) - c.dtdy * (vs[k] * (vs[k] - vs[s]) + (ps[k] - ps[s]))
-                    + c.nudx2 * ((vs[e] - two * vs[k]) + vs[w])
-                    + c.nudy2 * ((vs[n] - two * vs[k]) + vs[s]);
+                let uu =
+                    us[k] - c.dtdx * (us[k] * (us[k] - us[w]) + (ps[k] - ps[w])) - c.dtdy * (vs[k] * (us[k] - us[s]))
+                        + c.nudx2 * ((us[e] - two * us[k]) + us[w])
+                        + c.nudy2 * ((us[n] - two * us[k]) + us[s]);
+                let vv =
+                    vs[k] - c.dtdx * (us[k] * (vs[k] - vs[w])) - c.dtdy * (vs[k] * (vs[k] - vs[s]) + (ps[k] - ps[s]))
+                        + c.nudx2 * ((vs[e] - two * vs[k]) + vs[w])
+                        + c.nudy2 * ((vs[n] - two * vs[k]) + vs[s]);
                 let pp = ps[k] - c.c2dx * (us[k] - us[w]) - c.c2dy * (vs[k] - vs[s]);
                 u[k] = half * (u_old[k] + uu);
                 v[k] = half * (v_old[k] + vv);
@@ -597,7 +651,8 @@ mod tests {
                 let (u, v, p) = (&f.u, &f.v, &f.p);
                 let want = p[k] - c.c2dx * (u[k + 1] - u[k]) - c.c2dy * (v[k + nx] - v[k]);
                 assert_eq!(ps[k], want, "p* at ({i}, {j})");
-                let want = u[k] - c.dtdx * (u[k] * (u[k + 1] - u[k]) + (p[k + 1] - p[k]))
+                let want = u[k]
+                    - c.dtdx * (u[k] * (u[k + 1] - u[k]) + (p[k + 1] - p[k]))
                     - c.dtdy * (v[k] * (u[k + nx] - u[k]))
                     + c.nudx2 * ((u[k + 1] - 2.0 * u[k]) + u[k - 1])
                     + c.nudy2 * ((u[k + nx] - 2.0 * u[k]) + u[k - nx]);

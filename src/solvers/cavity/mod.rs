@@ -166,11 +166,11 @@ impl Table {
                 continue;
             }
             let mut it = line.split(',');
-            if let (Some(a), Some(b)) = (it.next(), it.next()) {
-                if let (Ok(a), Ok(b)) = (a.trim().parse(), b.trim().parse()) {
-                    t.coord.push(a);
-                    t.value.push(b);
-                }
+            if let (Some(a), Some(b)) = (it.next(), it.next())
+                && let (Ok(a), Ok(b)) = (a.trim().parse(), b.trim().parse())
+            {
+                t.coord.push(a);
+                t.value.push(b);
             }
         }
         t.suspect = t.coord.iter().map(|c| flagged.iter().any(|f| (f - c).abs() < 5e-5)).collect();
@@ -239,6 +239,18 @@ pub struct ProfileErrors {
     pub skipped: usize,
 }
 
+/// Computed centreline values at a reference's stations, with the errors.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Comparison {
+    pub u_table: Table,
+    /// `u / u0` along x = 0.5 at `u_table.coord`.
+    pub u: Vec<f64>,
+    pub v_table: Table,
+    /// `v / u0` along y = 0.5 at `v_table.coord`.
+    pub v: Vec<f64>,
+    pub errors: ProfileErrors,
+}
+
 /// Linear interpolation of nodal values `f` (spacing `h`, first node at 0) to `at`.
 pub fn interpolate(f: &[f64], h: f64, at: &[f64]) -> Vec<f64> {
     let last = f.len() - 1;
@@ -252,6 +264,7 @@ pub fn interpolate(f: &[f64], h: f64, at: &[f64]) -> Vec<f64> {
         .collect()
 }
 
+#[allow(clippy::needless_range_loop)]
 fn max_rms(num: &[f64], table: &Table) -> (f64, f64, usize) {
     let (mut mx, mut s2, mut n) = (0.0f64, 0.0, 0usize);
     for k in 0..num.len() {
@@ -368,7 +381,7 @@ impl<T: Real> Cavity<T> {
 
     /// The centreline profiles interpolated to the stations of `reference` at this Re, with
     /// the errors; None when that reference has no table for this Re.
-    pub fn compare(&self, reference: Reference) -> Option<(Table, Vec<f64>, Table, Vec<f64>, ProfileErrors)> {
+    pub fn compare(&self, reference: Reference) -> Option<Comparison> {
         let (tu, tv) = reference.tables(self.params.re)?;
         let h = self.grid.spacing[0];
         let u = interpolate(&self.centreline_u(), h, &tu.coord);
@@ -376,8 +389,8 @@ impl<T: Real> Cavity<T> {
         let (u_max, u_rms, u_stations) = max_rms(&u, &tu);
         let (v_max, v_rms, v_stations) = max_rms(&v, &tv);
         let skipped = tu.suspect.iter().chain(&tv.suspect).filter(|&&s| s).count();
-        let e = ProfileErrors { u_max, u_rms, v_max, v_rms, u_stations, v_stations, skipped };
-        Some((tu, u, tv, v, e))
+        let errors = ProfileErrors { u_max, u_rms, v_max, v_rms, u_stations, v_stations, skipped };
+        Some(Comparison { u_table: tu, u, v_table: tv, v, errors })
     }
 
     /// Vorticity `dv/dx - du/dy`: central differences inside, second-order one-sided ones on
@@ -413,7 +426,8 @@ impl<T: Real> Cavity<T> {
     /// Residual check at a multiple of K: R_K from the change since the snapshot.
     fn check_residual(&mut self) {
         let nx = self.grid.n[0];
-        let change = kernels::change_and_snapshot(&self.fields.u, &self.fields.v, &mut self.u_snap, &mut self.v_snap, nx);
+        let change =
+            kernels::change_and_snapshot(&self.fields.u, &self.fields.v, &mut self.u_snap, &mut self.v_snap, nx);
         let u0 = self.params.lid_velocity;
         self.r_k = change * LENGTH / (u0 * u0 * (self.time - self.t_snap));
         self.t_snap = self.time;
@@ -452,7 +466,7 @@ impl<T: Real> Solver for Cavity<T> {
         };
         let k = self.params.residual.every;
         let next = self.step + 1;
-        if next == 1 || next % k == 0 {
+        if next == 1 || next.is_multiple_of(k) {
             let du2 = self.fields.step_with_change(c);
             if next == 1 {
                 self.du2_first = du2;
@@ -463,7 +477,7 @@ impl<T: Real> Solver for Cavity<T> {
         }
         self.step = next;
         self.time += dt;
-        if next % k == 0 {
+        if next.is_multiple_of(k) {
             self.check_residual();
         }
     }
@@ -492,13 +506,8 @@ impl<T: Real> Solver for Cavity<T> {
     fn state(&self) -> Vec<StateArray> {
         let s = self.shape();
         let a = |name: &str, v: &[T]| StateArray { name: name.into(), shape: s.clone(), values: T::wrap(v.to_vec()) };
-        let scalars = vec![
-            self.t_snap,
-            self.r_k,
-            if self.below_once { 1.0 } else { 0.0 },
-            self.du2_first,
-            self.du2_last,
-        ];
+        let scalars =
+            vec![self.t_snap, self.r_k, if self.below_once { 1.0 } else { 0.0 }, self.du2_first, self.du2_last];
         vec![
             a("u", &self.fields.u),
             a("v", &self.fields.v),
@@ -587,7 +596,7 @@ impl<T: Real> Solver for Cavity<T> {
         m.insert("R_K".into(), num(self.r_k));
         m.insert("converged".into(), self.converged.into());
         match self.compare(Reference::Ghia) {
-            Some((.., e)) => {
+            Some(Comparison { errors: e, .. }) => {
                 m.insert("reference".into(), format!("Ghia et al. 1982, Re = {}", self.params.re).into());
                 m.insert("u_max_error".into(), e.u_max.into());
                 m.insert("u_rms_error".into(), e.u_rms.into());
@@ -603,7 +612,7 @@ impl<T: Real> Solver for Cavity<T> {
                 );
             }
         }
-        if let Some((.., e)) = self.compare(Reference::Erturk) {
+        if let Some(Comparison { errors: e, .. }) = self.compare(Reference::Erturk) {
             m.insert("erturk_u_max_error".into(), e.u_max.into());
             m.insert("erturk_u_rms_error".into(), e.u_rms.into());
             m.insert("erturk_v_max_error".into(), e.v_max.into());
@@ -620,7 +629,13 @@ impl<T: Real> Solver for Cavity<T> {
     fn describe(&self) -> Vec<String> {
         let p = &self.params;
         let (a, v) = p.dt_limits();
-        let which = if p.dt.is_some() { "from the case" } else if a <= v { "acoustic limit" } else { "viscous limit" };
+        let which = if p.dt.is_some() {
+            "from the case"
+        } else if a <= v {
+            "acoustic limit"
+        } else {
+            "viscous limit"
+        };
         vec![
             format!("grid: {0} x {0} nodes, dx = {1:.6e}", p.n, p.dx()),
             format!(
@@ -651,6 +666,7 @@ impl<T: Real> Solver for Cavity<T> {
         Some(if self.r_k.is_nan() { "R_K = n/a".into() } else { format!("R_K = {:.2e}", self.r_k) })
     }
 
+    #[allow(clippy::needless_range_loop)]
     fn write_results(&self, dir: &std::path::Path) -> Result<()> {
         let h = self.grid.spacing[0];
         let (pu, pv) = (self.centreline_u(), self.centreline_v());
@@ -666,19 +682,15 @@ impl<T: Real> Solver for Cavity<T> {
         }
         crate::io::write_atomic(&dir.join("profile_v.csv"), s.as_bytes())?;
         // At Ghia's stations (the same 17 for every Re), with the reference where tabulated.
-        let (tu, tv) = Reference::Ghia.tables(self.params.re).unwrap_or_else(|| {
-            Reference::Ghia.tables(100.0).expect("embedded table").clone()
-        });
+        let (tu, tv) = Reference::Ghia
+            .tables(self.params.re)
+            .unwrap_or_else(|| Reference::Ghia.tables(100.0).expect("embedded table").clone());
         let has = Reference::Ghia.tables(self.params.re).is_some();
         for (name, axis, var, table, prof) in
             [("centreline_u.csv", "y", "u", &tu, &pu), ("centreline_v.csv", "x", "v", &tv, &pv)]
         {
             let vals = interpolate(prof, h, &table.coord);
-            let mut s = if has {
-                format!("{axis},{var},{var}_ghia,ghia_suspect\n")
-            } else {
-                format!("{axis},{var}\n")
-            };
+            let mut s = if has { format!("{axis},{var},{var}_ghia,ghia_suspect\n") } else { format!("{axis},{var}\n") };
             for k in 0..vals.len() {
                 s += &format!("{:.4},{:.10e}", table.coord[k], vals[k]);
                 if has {

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, SimError, input};
 use crate::real::Precision;
+use crate::solvers::cavity::CavityParams;
 use crate::solvers::heat::{Heat1dParams, Heat2dParams};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -42,6 +43,7 @@ pub struct Case {
 pub enum SolverCase {
     Heat1d(Heat1dParams),
     Heat2d(Heat2dParams),
+    Cavity(CavityParams),
 }
 
 impl SolverCase {
@@ -49,6 +51,7 @@ impl SolverCase {
         match self {
             SolverCase::Heat1d(_) => "heat1d",
             SolverCase::Heat2d(_) => "heat2d",
+            SolverCase::Cavity(_) => "cavity",
         }
     }
 }
@@ -168,6 +171,7 @@ impl Case {
         match &self.solver {
             SolverCase::Heat1d(p) => p.validate()?,
             SolverCase::Heat2d(p) => p.validate()?,
+            SolverCase::Cavity(p) => p.validate()?,
         }
         self.validate_controls()
     }

@@ -58,7 +58,7 @@ enum Command {
     Info,
     /// Effective bandwidth of a kernel next to a COPY kernel.
     Bench {
-        /// copy | heat1d | heat2d
+        /// copy | heat1d | heat2d | cavity
         name: String,
         /// Nodes per side (2D) or in total (1D).
         #[arg(long, default_value_t = 4096)]

@@ -162,7 +162,8 @@ fn write_xdmf(h5: &Path, meta: &Meta, arrays: &[StateArray], grid: &Grid) -> Res
          </Geometry>\n",
         meta.solver, meta.time, grid.origin[1], grid.origin[0], grid.spacing[1], grid.spacing[0]
     );
-    for a in arrays {
+    // Only node fields; small solver scalars stay in the HDF5 file.
+    for a in arrays.iter().filter(|a| a.values.len() == nx * ny) {
         let dims: Vec<String> = a.shape.iter().map(|d| d.to_string()).collect();
         s += &format!(
             "<Attribute Name=\"{0}\" AttributeType=\"Scalar\" Center=\"Node\">\n\

@@ -1,5 +1,6 @@
 //! The solvers, and the one place that turns a case into a solver.
 
+pub mod cavity;
 pub mod heat;
 
 use std::sync::Arc;
@@ -59,6 +60,8 @@ pub fn build_on(case: &Case, precision: Precision, device: &Device) -> Result<Bo
         (SolverCase::Heat1d(p), Precision::F64) => Box::new(heat::Heat::<f64>::heat1d(p).on(device)?),
         (SolverCase::Heat2d(p), Precision::F32) => Box::new(heat::Heat::<f32>::heat2d(p).on(device)?),
         (SolverCase::Heat2d(p), Precision::F64) => Box::new(heat::Heat::<f64>::heat2d(p).on(device)?),
+        (SolverCase::Cavity(p), Precision::F32) => Box::new(cavity::Cavity::<f32>::new(p)),
+        (SolverCase::Cavity(p), Precision::F64) => Box::new(cavity::Cavity::<f64>::new(p)),
     })
 }
 
@@ -68,5 +71,7 @@ pub fn memory_estimate(case: &Case, precision: Precision) -> usize {
     match &case.solver {
         SolverCase::Heat1d(p) => 2 * p.n * s,
         SolverCase::Heat2d(p) => 2 * p.n * p.n * s,
+        // u, v, p, u*, v*, p* and the two residual snapshots.
+        SolverCase::Cavity(p) => 8 * p.n * p.n * s,
     }
 }

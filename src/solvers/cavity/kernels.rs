@@ -1,0 +1,714 @@
+//! CPU kernels of the lid-driven cavity (artificial compressibility + MacCormack):
+//! the predictor and the corrector as one fused row-parallel pass each, the side walls
+//! written by the row that owns them, and a small pass for the bottom and top walls.
+//!
+//! Layout: `nx`-wide row-major arrays, x contiguous (`idx = j*nx + i`); rows `j` are the
+//! parallel index, the inner loop over `i` is contiguous and branch-free.
+//!
+//! Each array starts at its own offset modulo 4 KiB ([`Padded`]) so that power-of-two row
+//! lengths do not put all streams of a pass into the same cache sets, and the row loops are
+//! also compiled for AVX2, chosen at run time (same results bit for bit).
+//!
+//! Evaluation order (a CUDA port must mirror it to stay close):
+//! predictor `u* = ((((u - dtdx*(u*(ue-u) + (pe-p))) - dtdy*(v*(un-u))) + nudx2*((ue-2u)+uw)) + nudy2*((un-2u)+us))`,
+//! corrector likewise with backward differences, then `u_new = half*(u + U)`.
+
+use rayon::prelude::*;
+
+use crate::real::Real;
+
+/// Scalars the kernels need, in the run's precision.
+#[derive(Clone, Copy, Debug)]
+pub struct Coeffs<T> {
+    /// `dt/dx`, `dt/dy`
+    pub dtdx: T,
+    pub dtdy: T,
+    /// `nu dt/dx^2`, `nu dt/dy^2`
+    pub nudx2: T,
+    pub nudy2: T,
+    /// `c^2 dt/dx`, `c^2 dt/dy`
+    pub c2dx: T,
+    pub c2dy: T,
+    /// Lid velocity.
+    pub u0: T,
+}
+
+impl<T: Real> Coeffs<T> {
+    /// Coefficients for a step `dt` on spacing `dx`, `dy`.
+    pub fn new(dt: f64, dx: f64, dy: f64, nu: f64, c: f64, u0: f64) -> Self {
+        Coeffs {
+            dtdx: T::of(dt / dx),
+            dtdy: T::of(dt / dy),
+            nudx2: T::of(nu * dt / (dx * dx)),
+            nudy2: T::of(nu * dt / (dy * dy)),
+            c2dx: T::of(c * c * dt / dx),
+            c2dy: T::of(c * c * dt / dy),
+            u0: T::of(u0),
+        }
+    }
+}
+
+/// A field array whose start address is placed at a chosen offset modulo 4 KiB.
+///
+/// With a power-of-two row length every row of every array starts at the same address
+/// modulo 4 KiB, so the 16 streams of a fused substep all compete for the same L1 sets
+/// (and loads falsely alias earlier stores). Giving each array its own offset spreads
+/// them; the slice itself is an ordinary row-major array.
+pub struct Padded<T> {
+    buf: Vec<T>,
+    off: usize,
+    len: usize,
+    slot: usize,
+}
+
+/// Byte offsets modulo 4 KiB are `slot * 512`.
+const ALIAS_PERIOD: usize = 4096;
+const SLOT_BYTES: usize = 512;
+
+impl<T: Real> Padded<T> {
+    pub fn zeros(len: usize, slot: usize) -> Self {
+        let size = std::mem::size_of::<T>();
+        let buf = vec![T::zero(); len + ALIAS_PERIOD / size];
+        let addr = buf.as_ptr() as usize;
+        let target = (slot * SLOT_BYTES) % ALIAS_PERIOD;
+        let off = ((target + ALIAS_PERIOD - addr % ALIAS_PERIOD) % ALIAS_PERIOD) / size;
+        Padded { buf, off, len, slot }
+    }
+}
+
+impl<T> std::ops::Deref for Padded<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        &self.buf[self.off..self.off + self.len]
+    }
+}
+
+impl<T> std::ops::DerefMut for Padded<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        &mut self.buf[self.off..self.off + self.len]
+    }
+}
+
+impl<T: Real> Clone for Padded<T> {
+    fn clone(&self) -> Self {
+        let mut c = Padded::zeros(self.len, self.slot);
+        c.copy_from_slice(self);
+        c
+    }
+}
+
+impl<T: std::fmt::Debug> std::fmt::Debug for Padded<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Padded").field("len", &self.len).field("off", &self.off).finish()
+    }
+}
+
+/// The six arrays of the scheme: level `n` (updated in place by the corrector) and the
+/// predicted (starred) level.
+#[derive(Clone, Debug)]
+pub struct Fields<T: Real> {
+    pub nx: usize,
+    pub ny: usize,
+    pub u: Padded<T>,
+    pub v: Padded<T>,
+    pub p: Padded<T>,
+    pub us: Padded<T>,
+    pub vs: Padded<T>,
+    pub ps: Padded<T>,
+    /// Per-row partial sums for deterministic reductions (no allocation in a step).
+    pub partials: Vec<f64>,
+}
+
+impl<T: Real> Fields<T> {
+    /// The initial condition: everything at rest, the lid moving (corners follow the side
+    /// walls), i.e. zero fields with the boundary conditions applied.
+    pub fn initial(nx: usize, ny: usize, u0: T) -> Self {
+        assert!(nx >= 3 && ny >= 3);
+        let z = |slot| Padded::zeros(nx * ny, slot);
+        let mut f = Fields { nx, ny, u: z(0), v: z(1), p: z(2), us: z(3), vs: z(4), ps: z(5), partials: vec![0.0; ny] };
+        walls(&mut f.u, &mut f.v, &mut f.p, nx, u0);
+        side_walls_all(&mut f.u, &mut f.v, &mut f.p, nx);
+        f
+    }
+
+    /// One full step: predictor + boundaries, corrector + boundaries.
+    pub fn step(&mut self, c: &Coeffs<T>) {
+        predictor(&self.u, &self.v, &self.p, &mut self.us, &mut self.vs, &mut self.ps, self.nx, c);
+        walls(&mut self.us, &mut self.vs, &mut self.ps, self.nx, c.u0);
+        corrector::<T, false>(
+            &mut self.u,
+            &mut self.v,
+            &mut self.p,
+            &self.us,
+            &self.vs,
+            &self.ps,
+            self.nx,
+            c,
+            &mut self.partials,
+        );
+        walls(&mut self.u, &mut self.v, &mut self.p, self.nx, c.u0);
+    }
+
+    /// As [`Fields::step`], also returning the sum over interior nodes of the squared one-step
+    /// change of `u` (the reference code's convergence print), summed row by row in order.
+    pub fn step_with_change(&mut self, c: &Coeffs<T>) -> f64 {
+        predictor(&self.u, &self.v, &self.p, &mut self.us, &mut self.vs, &mut self.ps, self.nx, c);
+        walls(&mut self.us, &mut self.vs, &mut self.ps, self.nx, c.u0);
+        corrector::<T, true>(
+            &mut self.u,
+            &mut self.v,
+            &mut self.p,
+            &self.us,
+            &self.vs,
+            &self.ps,
+            self.nx,
+            c,
+            &mut self.partials,
+        );
+        walls(&mut self.u, &mut self.v, &mut self.p, self.nx, c.u0);
+        self.partials.iter().sum()
+    }
+}
+
+/// Rows per parallel task: at least ~4k nodes per task so small grids are not dominated
+/// by task overhead.
+pub fn rows_per_task(nx: usize) -> usize {
+    (4096 / nx).max(1)
+}
+
+/// Predictor (forward differences): `u, v, p -> us, vs, ps` on interior rows, with the side
+/// walls of each interior row set (`u = v = 0`, pressure copied from the inward neighbour).
+/// Rows 0 and ny-1 are left to [`walls`].
+#[allow(clippy::too_many_arguments)]
+pub fn predictor<T: Real>(
+    u: &[T],
+    v: &[T],
+    p: &[T],
+    us: &mut [T],
+    vs: &mut [T],
+    ps: &mut [T],
+    nx: usize,
+    c: &Coeffs<T>,
+) {
+    let ny = u.len() / nx;
+    assert!(nx >= 3 && ny >= 3 && u.len() == nx * ny);
+    assert!(v.len() == u.len() && p.len() == u.len() && us.len() == u.len());
+    assert!(vs.len() == u.len() && ps.len() == u.len());
+    us.par_chunks_mut(nx)
+        .zip(vs.par_chunks_mut(nx))
+        .zip(ps.par_chunks_mut(nx))
+        .enumerate()
+        .with_min_len(rows_per_task(nx))
+        .for_each(|(j, ((uo, vo), po))| {
+            if j == 0 || j == ny - 1 {
+                return;
+            }
+            rows::predictor(j, nx, u, v, p, uo, vo, po, c);
+            side_walls_row(uo, vo, po);
+        });
+}
+
+/// Corrector (backward differences of the starred fields), in place on `u, v, p`:
+/// `u <- (u + U(us, vs, ps)) / 2` on interior rows, side walls of each interior row set as in
+/// the predictor. Each node reads level-n values only at its own index, so in place is safe.
+/// With `CHANGE`, `partials[j]` receives the sum over row j of the squared change of `u`.
+#[allow(clippy::too_many_arguments)]
+pub fn corrector<T: Real, const CHANGE: bool>(
+    u: &mut [T],
+    v: &mut [T],
+    p: &mut [T],
+    us: &[T],
+    vs: &[T],
+    ps: &[T],
+    nx: usize,
+    c: &Coeffs<T>,
+    partials: &mut [f64],
+) {
+    let ny = u.len() / nx;
+    assert!(nx >= 3 && ny >= 3 && u.len() == nx * ny);
+    assert!(v.len() == u.len() && p.len() == u.len() && us.len() == u.len());
+    assert!(vs.len() == u.len() && ps.len() == u.len() && partials.len() == ny);
+    u.par_chunks_mut(nx)
+        .zip(v.par_chunks_mut(nx))
+        .zip(p.par_chunks_mut(nx))
+        .zip(partials.par_iter_mut())
+        .enumerate()
+        .with_min_len(rows_per_task(nx))
+        .for_each(|(j, (((uo, vo), po), part))| {
+            if j == 0 || j == ny - 1 {
+                *part = 0.0;
+                return;
+            }
+            let change = rows::corrector::<T, CHANGE>(j, nx, us, vs, ps, uo, vo, po, c);
+            side_walls_row(uo, vo, po);
+            *part = change;
+        });
+}
+
+/// The inner loops of one interior row, compiled twice on x86-64: for the baseline target and
+/// with AVX2 enabled (chosen at run time). Only the vector width differs; there is no FMA
+/// contraction, so both give bit-identical results.
+mod rows {
+    use super::Coeffs;
+    use crate::real::Real;
+
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    pub fn predictor<T: Real>(
+        j: usize,
+        nx: usize,
+        u: &[T],
+        v: &[T],
+        p: &[T],
+        uo: &mut [T],
+        vo: &mut [T],
+        po: &mut [T],
+        c: &Coeffs<T>,
+    ) {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2 (checked just above).
+            return unsafe { avx2::predictor::<T>(j, nx, u, v, p, uo, vo, po, c) };
+        }
+        body::predictor::<T>(j, nx, u, v, p, uo, vo, po, c)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    pub fn corrector<T: Real, const CHANGE: bool>(
+        j: usize,
+        nx: usize,
+        us: &[T],
+        vs: &[T],
+        ps: &[T],
+        uo: &mut [T],
+        vo: &mut [T],
+        po: &mut [T],
+        c: &Coeffs<T>,
+    ) -> f64 {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2 (checked just above).
+            return unsafe { avx2::corrector::<T, CHANGE>(j, nx, us, vs, ps, uo, vo, po, c) };
+        }
+        body::corrector::<T, CHANGE>(j, nx, us, vs, ps, uo, vo, po, c)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    mod avx2 {
+        use super::super::Coeffs;
+        use crate::real::Real;
+
+        #[allow(clippy::too_many_arguments)]
+        #[target_feature(enable = "avx2")]
+        pub unsafe fn predictor<T: Real>(
+            j: usize,
+            nx: usize,
+            u: &[T],
+            v: &[T],
+            p: &[T],
+            uo: &mut [T],
+            vo: &mut [T],
+            po: &mut [T],
+            c: &Coeffs<T>,
+        ) {
+            super::body::predictor::<T>(j, nx, u, v, p, uo, vo, po, c)
+        }
+
+        #[allow(clippy::too_many_arguments)]
+        #[target_feature(enable = "avx2")]
+        pub unsafe fn corrector<T: Real, const CHANGE: bool>(
+            j: usize,
+            nx: usize,
+            us: &[T],
+            vs: &[T],
+            ps: &[T],
+            uo: &mut [T],
+            vo: &mut [T],
+            po: &mut [T],
+            c: &Coeffs<T>,
+        ) -> f64 {
+            super::body::corrector::<T, CHANGE>(j, nx, us, vs, ps, uo, vo, po, c)
+        }
+    }
+
+    mod body {
+        use super::super::Coeffs;
+        use crate::real::Real;
+
+        /// Predictor on interior row `j` (`1..ny-1`), interior nodes only.
+        #[allow(clippy::too_many_arguments)]
+        #[inline(always)]
+        pub fn predictor<T: Real>(
+            j: usize,
+            nx: usize,
+            u: &[T],
+            v: &[T],
+            p: &[T],
+            uo: &mut [T],
+            vo: &mut [T],
+            po: &mut [T],
+            c: &Coeffs<T>,
+        ) {
+            let Coeffs { dtdx, dtdy, nudx2, nudy2, c2dx, c2dy, .. } = *c;
+            let two = T::of(2.0);
+            let m = nx - 2;
+            let (s0, s1, c0, c1, n0, n1) = ((j - 1) * nx, j * nx, j * nx, (j + 1) * nx, (j + 1) * nx, (j + 2) * nx);
+            // u: centre, west, east, south, north
+            let (ur, us_, un_) = (&u[c0..c1], &u[s0..s1], &u[n0..n1]);
+            let (vr, vs_, vn_) = (&v[c0..c1], &v[s0..s1], &v[n0..n1]);
+            let (pr, pn_) = (&p[c0..c1], &p[n0..n1]);
+            let (uc, uw, ue, uss, unn) = (&ur[1..m + 1], &ur[0..m], &ur[2..m + 2], &us_[1..m + 1], &un_[1..m + 1]);
+            let (vc, vw, ve, vss, vnn) = (&vr[1..m + 1], &vr[0..m], &vr[2..m + 2], &vs_[1..m + 1], &vn_[1..m + 1]);
+            let (pc, pe, pnn) = (&pr[1..m + 1], &pr[2..m + 2], &pn_[1..m + 1]);
+            {
+                let (ou, ov, op) = (&mut uo[1..m + 1], &mut vo[1..m + 1], &mut po[1..m + 1]);
+                for k in 0..m {
+                    let (u_, v_, p_) = (uc[k], vc[k], pc[k]);
+                    let (ue_, un) = (ue[k], unn[k]);
+                    let (ve_, vn) = (ve[k], vnn[k]);
+                    ou[k] = u_ - dtdx * (u_ * (ue_ - u_) + (pe[k] - p_)) - dtdy * (v_ * (un - u_))
+                        + nudx2 * ((ue_ - two * u_) + uw[k])
+                        + nudy2 * ((un - two * u_) + uss[k]);
+                    ov[k] = v_ - dtdx * (u_ * (ve_ - v_)) - dtdy * (v_ * (vn - v_) + (pnn[k] - p_))
+                        + nudx2 * ((ve_ - two * v_) + vw[k])
+                        + nudy2 * ((vn - two * v_) + vss[k]);
+                    op[k] = p_ - c2dx * (ue_ - u_) - c2dy * (vn - v_);
+                }
+            }
+        }
+
+        /// Corrector on interior row `j`, in place on the row's `u, v, p`; returns the sum of
+        /// the squared change of `u` over the row when `CHANGE`.
+        #[allow(clippy::too_many_arguments)]
+        #[inline(always)]
+        pub fn corrector<T: Real, const CHANGE: bool>(
+            j: usize,
+            nx: usize,
+            us: &[T],
+            vs: &[T],
+            ps: &[T],
+            uo: &mut [T],
+            vo: &mut [T],
+            po: &mut [T],
+            c: &Coeffs<T>,
+        ) -> f64 {
+            let Coeffs { dtdx, dtdy, nudx2, nudy2, c2dx, c2dy, .. } = *c;
+            let two = T::of(2.0);
+            let half = T::of(0.5);
+            let m = nx - 2;
+            let (s0, s1, c0, c1, n0, n1) = ((j - 1) * nx, j * nx, j * nx, (j + 1) * nx, (j + 1) * nx, (j + 2) * nx);
+            let (ur, us_, un_) = (&us[c0..c1], &us[s0..s1], &us[n0..n1]);
+            let (vr, vs_, vn_) = (&vs[c0..c1], &vs[s0..s1], &vs[n0..n1]);
+            let (pr, ps_) = (&ps[c0..c1], &ps[s0..s1]);
+            let (uc, uw, ue, uss, unn) = (&ur[1..m + 1], &ur[0..m], &ur[2..m + 2], &us_[1..m + 1], &un_[1..m + 1]);
+            let (vc, vw, ve, vss, vnn) = (&vr[1..m + 1], &vr[0..m], &vr[2..m + 2], &vs_[1..m + 1], &vn_[1..m + 1]);
+            let (pc, pw, pss) = (&pr[1..m + 1], &pr[0..m], &ps_[1..m + 1]);
+            let mut change = 0.0f64;
+            {
+                let (ou, ov, op) = (&mut uo[1..m + 1], &mut vo[1..m + 1], &mut po[1..m + 1]);
+                for k in 0..m {
+                    let (u_, v_, p_) = (uc[k], vc[k], pc[k]);
+                    let (uw_, us2) = (uw[k], uss[k]);
+                    let (vw_, vs2) = (vw[k], vss[k]);
+                    let uu = u_ - dtdx * (u_ * (u_ - uw_) + (p_ - pw[k])) - dtdy * (v_ * (u_ - us2))
+                        + nudx2 * ((ue[k] - two * u_) + uw_)
+                        + nudy2 * ((unn[k] - two * u_) + us2);
+                    let vv = v_ - dtdx * (u_ * (v_ - vw_)) - dtdy * (v_ * (v_ - vs2) + (p_ - pss[k]))
+                        + nudx2 * ((ve[k] - two * v_) + vw_)
+                        + nudy2 * ((vnn[k] - two * v_) + vs2);
+                    let pp = p_ - c2dx * (u_ - uw_) - c2dy * (v_ - vs2);
+                    let un = half * (ou[k] + uu);
+                    if CHANGE {
+                        let d = (un - ou[k]).f64();
+                        change += d * d;
+                    }
+                    ou[k] = un;
+                    ov[k] = half * (ov[k] + vv);
+                    op[k] = half * (op[k] + pp);
+                }
+            }
+            change
+        }
+    }
+}
+
+/// Side walls of one row: `u = v = 0` at both ends, pressure copied from the inward node.
+#[inline]
+fn side_walls_row<T: Real>(u: &mut [T], v: &mut [T], p: &mut [T]) {
+    let nx = u.len();
+    u[0] = T::zero();
+    v[0] = T::zero();
+    u[nx - 1] = T::zero();
+    v[nx - 1] = T::zero();
+    p[0] = p[1];
+    p[nx - 1] = p[nx - 2];
+}
+
+/// Side walls of every interior row (used for the initial condition).
+fn side_walls_all<T: Real>(u: &mut [T], v: &mut [T], p: &mut [T], nx: usize) {
+    let ny = u.len() / nx;
+    for j in 1..ny - 1 {
+        let r = j * nx..(j + 1) * nx;
+        side_walls_row(&mut u[r.clone()], &mut v[r.clone()], &mut p[r]);
+    }
+}
+
+/// Bottom and top walls after a substep (the side walls of interior rows are written by the
+/// substep itself): bottom `u = v = 0`, lid `u = u0`, `v = 0`, pressure copied from the row
+/// inside. Corners are side-wall nodes (`u = v = 0`) with the mean pressure of their two
+/// edge neighbours; no stencil reads a corner.
+pub fn walls<T: Real>(u: &mut [T], v: &mut [T], p: &mut [T], nx: usize, u0: T) {
+    let ny = u.len() / nx;
+    let top = (ny - 1) * nx;
+    let half = T::of(0.5);
+    for i in 1..nx - 1 {
+        u[i] = T::zero();
+        v[i] = T::zero();
+        p[i] = p[nx + i];
+        u[top + i] = u0;
+        v[top + i] = T::zero();
+        p[top + i] = p[top - nx + i];
+    }
+    for k in [0, nx - 1, top, top + nx - 1] {
+        u[k] = T::zero();
+        v[k] = T::zero();
+    }
+    p[0] = half * (p[1] + p[nx]);
+    p[nx - 1] = half * (p[nx - 2] + p[2 * nx - 1]);
+    p[top] = half * (p[top + 1] + p[top - nx]);
+    p[top + nx - 1] = half * (p[top + nx - 2] + p[top - 1]);
+}
+
+/// Largest `|a - a_snap|` and `|b - b_snap|` over all nodes, then `*_snap <- *`; row-parallel,
+/// the result does not depend on the thread count (max is exact).
+pub fn change_and_snapshot<T: Real>(a: &[T], b: &[T], a_snap: &mut [T], b_snap: &mut [T], nx: usize) -> f64 {
+    a_snap
+        .par_chunks_mut(nx)
+        .zip(b_snap.par_chunks_mut(nx))
+        .zip(a.par_chunks(nx).zip(b.par_chunks(nx)))
+        .with_min_len(rows_per_task(nx))
+        .map(|((sa, sb), (ra, rb))| {
+            let mut m = T::zero();
+            for k in 0..ra.len() {
+                m = m.max((ra[k] - sa[k]).abs()).max((rb[k] - sb[k]).abs());
+            }
+            sa.copy_from_slice(ra);
+            sb.copy_from_slice(rb);
+            // A NaN anywhere makes the change NaN (caught by the guard).
+            if ra.iter().chain(rb).any(|x| x.is_nan()) { f64::NAN } else { m.f64() }
+        })
+        .reduce(|| 0.0, |x, y| if x.is_nan() || y.is_nan() { f64::NAN } else { x.max(y) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Deterministic pseudo-random values in [-0.5, 0.5).
+    fn noise(n: usize, seed: u64) -> Vec<f64> {
+        let mut x = seed;
+        (0..n)
+            .map(|_| {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                (x >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+            })
+            .collect()
+    }
+
+    fn coeffs<T: Real>() -> Coeffs<T> {
+        Coeffs::new(1.3e-3, 0.031, 0.029, 0.01, 10.0, 1.0)
+    }
+
+    /// Reference boundary conditions written node by node.
+    fn ref_walls<T: Real>(u: &mut [T], v: &mut [T], p: &mut [T], nx: usize, ny: usize, u0: T) {
+        let at = |i: usize, j: usize| j * nx + i;
+        for j in 1..ny - 1 {
+            u[at(0, j)] = T::zero();
+            v[at(0, j)] = T::zero();
+            u[at(nx - 1, j)] = T::zero();
+            v[at(nx - 1, j)] = T::zero();
+            p[at(0, j)] = p[at(1, j)];
+            p[at(nx - 1, j)] = p[at(nx - 2, j)];
+        }
+        for i in 1..nx - 1 {
+            u[at(i, 0)] = T::zero();
+            v[at(i, 0)] = T::zero();
+            p[at(i, 0)] = p[at(i, 1)];
+            u[at(i, ny - 1)] = u0;
+            v[at(i, ny - 1)] = T::zero();
+            p[at(i, ny - 1)] = p[at(i, ny - 2)];
+        }
+        let h = T::of(0.5);
+        for (i, j, i1, j1) in
+            [(0, 0, 1, 0), (nx - 1, 0, nx - 2, 0), (0, ny - 1, 1, ny - 1), (nx - 1, ny - 1, nx - 2, ny - 1)]
+        {
+            let jin = if j == 0 { 1 } else { ny - 2 };
+            u[at(i, j)] = T::zero();
+            v[at(i, j)] = T::zero();
+            p[at(i, j)] = h * (p[at(i1, j1)] + p[at(i, jin)]);
+        }
+    }
+
+    /// One step written as a plain double loop per substep, straight from the equations.
+    fn ref_step<T: Real>(u: &mut [T], v: &mut [T], p: &mut [T], nx: usize, ny: usize, c: &Coeffs<T>) {
+        let at = |i: usize, j: usize| j * nx + i;
+        let two = T::of(2.0);
+        let half = T::of(0.5);
+        let (mut us, mut vs, mut ps) = (vec![T::nan(); nx * ny], vec![T::nan(); nx * ny], vec![T::nan(); nx * ny]);
+        for j in 1..ny - 1 {
+            for i in 1..nx - 1 {
+                let k = at(i, j);
+                let (e, w, n, s) = (at(i + 1, j), at(i - 1, j), at(i, j + 1), at(i, j - 1));
+                us[k] = u[k] - c.dtdx * (u[k] * (u[e] - u[k]) + (p[e] - p[k])) - c.dtdy * (v[k] * (u[n] - u[k]))
+                    + c.nudx2 * ((u[e] - two * u[k]) + u[w])
+                    + c.nudy2 * ((u[n] - two * u[k]) + u[s]);
+                vs[k] = v[k] - c.dtdx * (u[k] * (v[e] - v[k])) - c.dtdy * (v[k] * (v[n] - v[k]) + (p[n] - p[k]))
+                    + c.nudx2 * ((v[e] - two * v[k]) + v[w])
+                    + c.nudy2 * ((v[n] - two * v[k]) + v[s]);
+                ps[k] = p[k] - c.c2dx * (u[e] - u[k]) - c.c2dy * (v[n] - v[k]);
+            }
+        }
+        ref_walls(&mut us, &mut vs, &mut ps, nx, ny, c.u0);
+        let (u_old, v_old, p_old) = (u.to_vec(), v.to_vec(), p.to_vec());
+        for j in 1..ny - 1 {
+            for i in 1..nx - 1 {
+                let k = at(i, j);
+                let (e, w, n, s) = (at(i + 1, j), at(i - 1, j), at(i, j + 1), at(i, j - 1));
+                let uu =
+                    us[k] - c.dtdx * (us[k] * (us[k] - us[w]) + (ps[k] - ps[w])) - c.dtdy * (vs[k] * (us[k] - us[s]))
+                        + c.nudx2 * ((us[e] - two * us[k]) + us[w])
+                        + c.nudy2 * ((us[n] - two * us[k]) + us[s]);
+                let vv =
+                    vs[k] - c.dtdx * (us[k] * (vs[k] - vs[w])) - c.dtdy * (vs[k] * (vs[k] - vs[s]) + (ps[k] - ps[s]))
+                        + c.nudx2 * ((vs[e] - two * vs[k]) + vs[w])
+                        + c.nudy2 * ((vs[n] - two * vs[k]) + vs[s]);
+                let pp = ps[k] - c.c2dx * (us[k] - us[w]) - c.c2dy * (vs[k] - vs[s]);
+                u[k] = half * (u_old[k] + uu);
+                v[k] = half * (v_old[k] + vv);
+                p[k] = half * (p_old[k] + pp);
+            }
+        }
+        ref_walls(u, v, p, nx, ny, c.u0);
+    }
+
+    fn random_fields<T: Real>(nx: usize, ny: usize) -> Fields<T> {
+        let mut f = Fields::<T>::initial(nx, ny, T::one());
+        let conv = |s| noise(nx * ny, s).into_iter().map(T::of).collect::<Vec<T>>();
+        f.u.copy_from_slice(&conv(11));
+        f.v.copy_from_slice(&conv(12));
+        f.p.copy_from_slice(&conv(13));
+        // Garbage in the starred arrays: every node a later read uses must be rewritten.
+        f.us.fill(T::nan());
+        f.vs.fill(T::nan());
+        f.ps.fill(T::nan());
+        f
+    }
+
+    fn check_step<T: Real>(nx: usize, ny: usize) {
+        let c = coeffs::<T>();
+        let mut f = random_fields::<T>(nx, ny);
+        let (mut u, mut v, mut p) = (f.u.to_vec(), f.v.to_vec(), f.p.to_vec());
+        for step in 0..3 {
+            f.step(&c);
+            ref_step(&mut u, &mut v, &mut p, nx, ny, &c);
+            for (name, a, b) in [("u", &f.u[..], &u), ("v", &f.v[..], &v), ("p", &f.p[..], &p)] {
+                for k in 0..a.len() {
+                    assert!(
+                        a[k] == b[k],
+                        "step {step}, {name} at ({}, {}): kernel {:?} vs reference {:?}",
+                        k % nx,
+                        k / nx,
+                        a[k],
+                        b[k]
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn predictor_and_corrector_match_plain_loop_f64() {
+        // Wide enough for several parallel tasks and not a multiple of the vector width.
+        check_step::<f64>(37, 23);
+        check_step::<f64>(5000, 5);
+    }
+
+    #[test]
+    fn predictor_and_corrector_match_plain_loop_f32() {
+        check_step::<f32>(41, 19);
+    }
+
+    #[test]
+    fn predictor_alone_matches_plain_loop() {
+        let (nx, ny) = (29, 17);
+        let c = coeffs::<f64>();
+        let f = random_fields::<f64>(nx, ny);
+        let (mut us, mut vs, mut ps) = (vec![f64::NAN; nx * ny], vec![f64::NAN; nx * ny], vec![f64::NAN; nx * ny]);
+        predictor(&f.u, &f.v, &f.p, &mut us, &mut vs, &mut ps, nx, &c);
+        walls(&mut us, &mut vs, &mut ps, nx, c.u0);
+        // Interior values of p* and u* straight from the predictor formulas (spec 3.3).
+        for j in 1..ny - 1 {
+            for i in 1..nx - 1 {
+                let k = j * nx + i;
+                let (u, v, p) = (&f.u, &f.v, &f.p);
+                let want = p[k] - c.c2dx * (u[k + 1] - u[k]) - c.c2dy * (v[k + nx] - v[k]);
+                assert_eq!(ps[k], want, "p* at ({i}, {j})");
+                let want = u[k]
+                    - c.dtdx * (u[k] * (u[k + 1] - u[k]) + (p[k + 1] - p[k]))
+                    - c.dtdy * (v[k] * (u[k + nx] - u[k]))
+                    + c.nudx2 * ((u[k + 1] - 2.0 * u[k]) + u[k - 1])
+                    + c.nudy2 * ((u[k + nx] - 2.0 * u[k]) + u[k - nx]);
+                assert_eq!(us[k], want, "u* at ({i}, {j})");
+            }
+        }
+        assert!(us.iter().chain(&vs).chain(&ps).all(|x| x.is_finite()), "every node written");
+    }
+
+    #[test]
+    fn change_reduction_matches_plain_sum() {
+        let (nx, ny) = (33, 21);
+        let c = coeffs::<f64>();
+        let mut f = random_fields::<f64>(nx, ny);
+        let mut g = f.clone();
+        let before = f.u.to_vec();
+        let s = f.step_with_change(&c);
+        g.step(&c);
+        assert_eq!(f.u[..], g.u[..], "the reducing corrector computes the same step");
+        let mut want = 0.0;
+        for j in 1..ny - 1 {
+            let mut row = 0.0;
+            for i in 1..nx - 1 {
+                let d = f.u[j * nx + i] - before[j * nx + i];
+                row += d * d;
+            }
+            want += row;
+        }
+        assert_eq!(s, want);
+    }
+
+    #[test]
+    fn snapshot_change_is_max_abs() {
+        let nx = 17;
+        let a: Vec<f64> = noise(17 * 9, 1);
+        let b: Vec<f64> = noise(17 * 9, 2);
+        let mut sa = noise(17 * 9, 3);
+        let mut sb = noise(17 * 9, 4);
+        let want = a.iter().zip(&sa).chain(b.iter().zip(&sb)).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max);
+        let got = change_and_snapshot(&a, &b, &mut sa, &mut sb, nx);
+        assert_eq!(got, want);
+        assert_eq!(sa, a);
+        assert_eq!(sb, b);
+    }
+
+    #[test]
+    fn initial_condition_satisfies_boundaries() {
+        let f = Fields::<f64>::initial(9, 7, 1.0);
+        for i in 0..9 {
+            let lid = if i == 0 || i == 8 { 0.0 } else { 1.0 };
+            assert_eq!(f.u[6 * 9 + i], lid);
+        }
+        assert_eq!(f.u.iter().filter(|&&x| x != 0.0).count(), 7);
+        assert!(f.v.iter().chain(f.p.iter()).all(|&x| x == 0.0));
+    }
+}

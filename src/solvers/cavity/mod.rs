@@ -1,0 +1,775 @@
+//! Lid-driven square cavity (He 2023, NS2D): incompressible Navier–Stokes in advective form
+//! with artificial compressibility (`dp/dt + c^2 div u = 0`, `c = u0/Ma`), advanced by the
+//! explicit MacCormack scheme (forward-difference predictor, backward-difference corrector).
+//!
+//! Unit square, `n x n` nodes with the walls on nodes, lid `y = 1` moving with `u0` along +x.
+//! The run stops at steady state: every `residual.every` (K) steps the solver compares `u, v`
+//! with a snapshot taken K steps earlier,
+//! `R_K = max |u^n - u^{n-K}|, |v^n - v^{n-K}| * L / (u0^2 (t^n - t^{n-K}))`,
+//! and reports convergence once `R_K < residual.tol` at two consecutive checks.
+//! At the end the centreline profiles are compared with Ghia et al. (1982) and, where
+//! tabulated, Erturk et al. (2005) (tables embedded from `reference/`).
+
+pub mod kernels;
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::case::positive;
+use crate::error::{Result, SimError, input};
+use crate::real::{Precision, Real};
+use crate::solver::{Grid, NonFinite, OutField, Solver, StateArray, first_non_finite, take_array};
+
+use kernels::{Coeffs, Fields};
+
+/// Side of the cavity (the problem is posed on the unit square).
+const LENGTH: f64 = 1.0;
+/// Largest node count per side accepted.
+const MAX_N: usize = 1 << 15;
+/// Time-step factors of the reference code: `dt = min(0.2 dx / c, 0.1 dx^2 / nu)`.
+const ACOUSTIC_FACTOR: f64 = 0.2;
+const VISCOUS_FACTOR: f64 = 0.1;
+
+/// `solver: {cavity: ...}`
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CavityParams {
+    /// Nodes per side, walls included.
+    pub n: usize,
+    /// Reynolds number `u0 L / nu`.
+    pub re: f64,
+    /// Lid velocity `u0`.
+    #[serde(default = "one")]
+    pub lid_velocity: f64,
+    /// Artificial Mach number: sound speed `c = u0 / mach`.
+    #[serde(default = "default_mach")]
+    pub mach: f64,
+    /// Time step; default (and upper limit) `min(0.2 dx / c, 0.1 dx^2 / nu)`.
+    #[serde(default)]
+    pub dt: Option<f64>,
+    /// Steady-state test.
+    #[serde(default)]
+    pub residual: ResidualControl,
+}
+
+/// `solver.cavity.residual`
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResidualControl {
+    /// Interval K (steps) between residual checks.
+    #[serde(default = "default_every")]
+    pub every: u64,
+    /// Converged when `R_K` is below this at two consecutive checks.
+    #[serde(default = "default_tol")]
+    pub tol: f64,
+}
+
+impl Default for ResidualControl {
+    fn default() -> Self {
+        ResidualControl { every: default_every(), tol: default_tol() }
+    }
+}
+
+fn one() -> f64 {
+    1.0
+}
+fn default_mach() -> f64 {
+    0.1
+}
+fn default_every() -> u64 {
+    1000
+}
+fn default_tol() -> f64 {
+    1e-4
+}
+
+impl CavityParams {
+    pub fn dx(&self) -> f64 {
+        LENGTH / (self.n - 1) as f64
+    }
+    pub fn nu(&self) -> f64 {
+        self.lid_velocity * LENGTH / self.re
+    }
+    pub fn sound_speed(&self) -> f64 {
+        self.lid_velocity / self.mach
+    }
+    /// The acoustic and viscous limits on dt.
+    pub fn dt_limits(&self) -> (f64, f64) {
+        let dx = self.dx();
+        (ACOUSTIC_FACTOR * dx / self.sound_speed(), VISCOUS_FACTOR * dx * dx / self.nu())
+    }
+    /// The time step used: the case's `dt`, else the smaller limit.
+    pub fn time_step(&self) -> f64 {
+        let (a, v) = self.dt_limits();
+        self.dt.unwrap_or(a.min(v))
+    }
+
+    pub fn validate(&self) -> Result<()> {
+        if self.n < 5 {
+            return input(format!("solver.cavity.n: {} nodes is too few (at least 5)", self.n));
+        }
+        if self.n > MAX_N {
+            return input(format!("solver.cavity.n: {} nodes is more than the supported {MAX_N}", self.n));
+        }
+        positive("solver.cavity.re", self.re)?;
+        positive("solver.cavity.lid_velocity", self.lid_velocity)?;
+        positive("solver.cavity.mach", self.mach)?;
+        if self.mach > 1.0 {
+            return input(format!(
+                "solver.cavity.mach: {} must be at most 1 (the artificial sound speed u0/mach must not be slower \
+                 than the lid; 0.1 is usual)",
+                self.mach
+            ));
+        }
+        let (acoustic, viscous) = self.dt_limits();
+        if !(acoustic.is_finite() && viscous.is_finite() && acoustic > 0.0 && viscous > 0.0) {
+            return input("solver.cavity: re, lid_velocity and mach give no usable time step");
+        }
+        if let Some(dt) = self.dt {
+            positive("solver.cavity.dt", dt)?;
+            let limit = acoustic.min(viscous);
+            if dt > limit * (1.0 + 1e-12) {
+                return input(format!(
+                    "solver.cavity.dt: {dt:e} exceeds the stability limit {limit:e} = min(0.2 dx/c = {acoustic:e}, \
+                     0.1 dx^2/nu = {viscous:e})"
+                ));
+            }
+        }
+        if self.residual.every == 0 {
+            return input("solver.cavity.residual.every: must be at least 1");
+        }
+        positive("solver.cavity.residual.tol", self.residual.tol)?;
+        Ok(())
+    }
+}
+
+/// A tabulated centreline profile: `coord` ascending, rows flagged `# suspect:` marked.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Table {
+    pub coord: Vec<f64>,
+    pub value: Vec<f64>,
+    pub suspect: Vec<bool>,
+}
+
+impl Table {
+    /// Parse `coord,value` CSV text; `#` lines are comments, `# suspect: x=0.9063 ...`
+    /// flags the row at that coordinate.
+    pub fn parse(text: &str) -> Table {
+        let mut flagged = Vec::new();
+        let mut t = Table { coord: Vec::new(), value: Vec::new(), suspect: Vec::new() };
+        for line in text.lines().map(str::trim) {
+            if let Some(rest) = line.strip_prefix('#') {
+                if let Some(s) = rest.trim().strip_prefix("suspect:") {
+                    let c = s.trim().split(['=', ' ']).nth(1).and_then(|x| x.parse::<f64>().ok());
+                    flagged.extend(c);
+                }
+                continue;
+            }
+            let mut it = line.split(',');
+            if let (Some(a), Some(b)) = (it.next(), it.next())
+                && let (Ok(a), Ok(b)) = (a.trim().parse(), b.trim().parse())
+            {
+                t.coord.push(a);
+                t.value.push(b);
+            }
+        }
+        t.suspect = t.coord.iter().map(|c| flagged.iter().any(|f| (f - c).abs() < 5e-5)).collect();
+        t
+    }
+}
+
+/// Which published data set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reference {
+    /// Ghia, Ghia & Shin (1982), J. Comput. Phys. 48:387–411, Tables I and II.
+    Ghia,
+    /// Erturk, Corke & Gokcol (2005), Int. J. Numer. Meth. Fluids 48:747–774.
+    Erturk,
+}
+
+impl Reference {
+    pub fn name(self) -> &'static str {
+        match self {
+            Reference::Ghia => "Ghia et al. 1982",
+            Reference::Erturk => "Erturk et al. 2005",
+        }
+    }
+
+    /// Reynolds numbers tabulated.
+    pub fn reynolds(self) -> &'static [u32] {
+        match self {
+            Reference::Ghia => &[100, 400, 1000, 3200, 5000, 7500, 10000],
+            Reference::Erturk => &[1000, 2500, 5000],
+        }
+    }
+
+    /// `(u along x = 0.5, v along y = 0.5)` at `re`, if tabulated.
+    pub fn tables(self, re: f64) -> Option<(Table, Table)> {
+        macro_rules! pick {
+            ($prefix:literal, $($re:literal),*) => {
+                match re {
+                    $(x if x == $re as f64 => Some((
+                        include_str!(concat!("reference/", $prefix, "_u_re", stringify!($re), ".csv")),
+                        include_str!(concat!("reference/", $prefix, "_v_re", stringify!($re), ".csv")),
+                    )),)*
+                    _ => None,
+                }
+            };
+        }
+        let texts = match self {
+            Reference::Ghia => pick!("ghia", 100, 400, 1000, 3200, 5000, 7500, 10000),
+            Reference::Erturk => pick!("erturk", 1000, 2500, 5000),
+        };
+        texts.map(|(u, v)| (Table::parse(u), Table::parse(v)))
+    }
+}
+
+/// Max and RMS absolute error of the two centreline profiles against a reference, over the
+/// tabulated stations except the flagged ones (in units of u0).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProfileErrors {
+    pub u_max: f64,
+    pub u_rms: f64,
+    pub v_max: f64,
+    pub v_rms: f64,
+    /// Stations compared along each line.
+    pub u_stations: usize,
+    pub v_stations: usize,
+    /// Flagged stations skipped.
+    pub skipped: usize,
+}
+
+/// Computed centreline values at a reference's stations, with the errors.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Comparison {
+    pub u_table: Table,
+    /// `u / u0` along x = 0.5 at `u_table.coord`.
+    pub u: Vec<f64>,
+    pub v_table: Table,
+    /// `v / u0` along y = 0.5 at `v_table.coord`.
+    pub v: Vec<f64>,
+    pub errors: ProfileErrors,
+}
+
+/// Linear interpolation of nodal values `f` (spacing `h`, first node at 0) to `at`.
+pub fn interpolate(f: &[f64], h: f64, at: &[f64]) -> Vec<f64> {
+    let last = f.len() - 1;
+    at.iter()
+        .map(|&x| {
+            let s = (x / h).clamp(0.0, last as f64);
+            let k = (s.floor() as usize).min(last - 1);
+            let w = s - k as f64;
+            (1.0 - w) * f[k] + w * f[k + 1]
+        })
+        .collect()
+}
+
+#[allow(clippy::needless_range_loop)]
+fn max_rms(num: &[f64], table: &Table) -> (f64, f64, usize) {
+    let (mut mx, mut s2, mut n) = (0.0f64, 0.0, 0usize);
+    for k in 0..num.len() {
+        if table.suspect[k] {
+            continue;
+        }
+        let d = num[k] - table.value[k];
+        mx = mx.max(d.abs());
+        s2 += d * d;
+        n += 1;
+    }
+    (mx, (s2 / n.max(1) as f64).sqrt(), n)
+}
+
+pub struct Cavity<T: Real> {
+    params: CavityParams,
+    grid: Grid,
+    dt: f64,
+    coeffs: Coeffs<T>,
+    fields: Fields<T>,
+    /// `u, v` at the last residual check.
+    u_snap: Vec<T>,
+    v_snap: Vec<T>,
+    /// Time of the snapshot.
+    t_snap: f64,
+    /// Latest R_K (NaN before the first check).
+    r_k: f64,
+    /// R_K was below tol at the latest check.
+    below_once: bool,
+    converged: bool,
+    /// Reference-style diagnostic: sum of squares of the one-step change of u, after the
+    /// first step and at the latest residual check.
+    du2_first: f64,
+    du2_last: f64,
+    step: u64,
+    time: f64,
+}
+
+impl<T: Real> Cavity<T> {
+    pub fn new(p: &CavityParams) -> Self {
+        let n = p.n;
+        let dx = p.dx();
+        let grid = Grid { n: [n, n], origin: [0.0, 0.0], spacing: [dx, dx] };
+        let dt = p.time_step();
+        let coeffs = Coeffs::new(dt, dx, dx, p.nu(), p.sound_speed(), p.lid_velocity);
+        let fields = Fields::initial(n, n, T::of(p.lid_velocity));
+        Cavity {
+            params: p.clone(),
+            grid,
+            dt,
+            coeffs,
+            u_snap: fields.u.to_vec(),
+            v_snap: fields.v.to_vec(),
+            fields,
+            t_snap: 0.0,
+            r_k: f64::NAN,
+            below_once: false,
+            converged: false,
+            du2_first: f64::NAN,
+            du2_last: f64::NAN,
+            step: 0,
+            time: 0.0,
+        }
+    }
+
+    pub fn params(&self) -> &CavityParams {
+        &self.params
+    }
+    pub fn u(&self) -> &[T] {
+        &self.fields.u
+    }
+    pub fn v(&self) -> &[T] {
+        &self.fields.v
+    }
+    pub fn p(&self) -> &[T] {
+        &self.fields.p
+    }
+    /// Latest residual R_K (NaN before the first check).
+    pub fn residual(&self) -> f64 {
+        self.r_k
+    }
+
+    /// `f64` copy of column `i` (a line of constant x) of `a`.
+    fn column(&self, a: &[T], i: usize) -> Vec<f64> {
+        let n = self.grid.n[0];
+        (0..self.grid.n[1]).map(|j| a[j * n + i].f64()).collect()
+    }
+
+    /// `u / u0` along the vertical centreline `x = 0.5`, one value per node row (y = j dx);
+    /// even n averages the two middle columns.
+    pub fn centreline_u(&self) -> Vec<f64> {
+        let n = self.grid.n[0];
+        let u0 = self.params.lid_velocity;
+        if n % 2 == 1 {
+            self.column(&self.fields.u, (n - 1) / 2).iter().map(|x| x / u0).collect()
+        } else {
+            let (a, b) = (self.column(&self.fields.u, n / 2 - 1), self.column(&self.fields.u, n / 2));
+            a.iter().zip(&b).map(|(a, b)| 0.5 * (a + b) / u0).collect()
+        }
+    }
+
+    /// `v / u0` along the horizontal centreline `y = 0.5`, one value per node column.
+    pub fn centreline_v(&self) -> Vec<f64> {
+        let n = self.grid.n[0];
+        let u0 = self.params.lid_velocity;
+        let row = |j: usize| self.fields.v[j * n..(j + 1) * n].iter().map(|x| x.f64()).collect::<Vec<f64>>();
+        if n % 2 == 1 {
+            row((n - 1) / 2).iter().map(|x| x / u0).collect()
+        } else {
+            let (a, b) = (row(n / 2 - 1), row(n / 2));
+            a.iter().zip(&b).map(|(a, b)| 0.5 * (a + b) / u0).collect()
+        }
+    }
+
+    /// The centreline profiles interpolated to the stations of `reference` at this Re, with
+    /// the errors; None when that reference has no table for this Re.
+    pub fn compare(&self, reference: Reference) -> Option<Comparison> {
+        let (tu, tv) = reference.tables(self.params.re)?;
+        let h = self.grid.spacing[0];
+        let u = interpolate(&self.centreline_u(), h, &tu.coord);
+        let v = interpolate(&self.centreline_v(), h, &tv.coord);
+        let (u_max, u_rms, u_stations) = max_rms(&u, &tu);
+        let (v_max, v_rms, v_stations) = max_rms(&v, &tv);
+        let skipped = tu.suspect.iter().chain(&tv.suspect).filter(|&&s| s).count();
+        let errors = ProfileErrors { u_max, u_rms, v_max, v_rms, u_stations, v_stations, skipped };
+        Some(Comparison { u_table: tu, u, v_table: tv, v, errors })
+    }
+
+    /// Vorticity `dv/dx - du/dy`: central differences inside, second-order one-sided ones on
+    /// the walls.
+    pub fn vorticity(&self) -> Vec<f64> {
+        let [nx, ny] = self.grid.n;
+        let h = self.grid.spacing[0];
+        let (u, v) = (&self.fields.u, &self.fields.v);
+        let d = |f: &[T], k: usize, stride: usize, idx: usize, len: usize| -> f64 {
+            let g = |o: isize| f[(k as isize + o * stride as isize) as usize].f64();
+            if idx == 0 {
+                (-3.0 * g(0) + 4.0 * g(1) - g(2)) / (2.0 * h)
+            } else if idx == len - 1 {
+                (3.0 * g(0) - 4.0 * g(-1) + g(-2)) / (2.0 * h)
+            } else {
+                (g(1) - g(-1)) / (2.0 * h)
+            }
+        };
+        let mut w = vec![0.0; nx * ny];
+        w.par_chunks_mut(nx).enumerate().for_each(|(j, row)| {
+            for (i, out) in row.iter_mut().enumerate() {
+                let k = j * nx + i;
+                *out = d(v, k, 1, i, nx) - d(u, k, nx, j, ny);
+            }
+        });
+        w
+    }
+
+    fn shape(&self) -> Vec<usize> {
+        vec![self.grid.n[1], self.grid.n[0]]
+    }
+
+    /// Residual check at a multiple of K: R_K from the change since the snapshot.
+    fn check_residual(&mut self) {
+        let nx = self.grid.n[0];
+        let change =
+            kernels::change_and_snapshot(&self.fields.u, &self.fields.v, &mut self.u_snap, &mut self.v_snap, nx);
+        let u0 = self.params.lid_velocity;
+        self.r_k = change * LENGTH / (u0 * u0 * (self.time - self.t_snap));
+        self.t_snap = self.time;
+        let below = self.r_k < self.params.residual.tol;
+        self.converged = below && self.below_once;
+        self.below_once = below;
+    }
+}
+
+impl<T: Real> Solver for Cavity<T> {
+    fn kind(&self) -> &'static str {
+        "cavity"
+    }
+    fn precision(&self) -> Precision {
+        T::PRECISION
+    }
+    fn step(&self) -> u64 {
+        self.step
+    }
+    fn time(&self) -> f64 {
+        self.time
+    }
+    fn dt(&self) -> f64 {
+        self.dt
+    }
+
+    fn advance(&mut self, dt: f64) -> Result<()> {
+        let short;
+        let c = if dt == self.dt {
+            &self.coeffs
+        } else {
+            let p = &self.params;
+            let h = self.grid.spacing[0];
+            short = Coeffs::new(dt, h, h, p.nu(), p.sound_speed(), p.lid_velocity);
+            &short
+        };
+        let k = self.params.residual.every;
+        let next = self.step + 1;
+        if next == 1 || next.is_multiple_of(k) {
+            let du2 = self.fields.step_with_change(c);
+            if next == 1 {
+                self.du2_first = du2;
+            }
+            self.du2_last = du2;
+        } else {
+            self.fields.step(c);
+        }
+        self.step = next;
+        self.time += dt;
+        if next.is_multiple_of(k) {
+            self.check_residual();
+        }
+        Ok(())
+    }
+
+    fn grid(&self) -> Grid {
+        self.grid
+    }
+
+    fn output_fields(&self) -> Vec<OutField> {
+        let (u, v, p) = (&self.fields.u, &self.fields.v, &self.fields.p);
+        let mut vel = vec![T::zero(); 3 * u.len()];
+        vel.par_chunks_mut(3).zip(u.par_iter().zip(v.par_iter())).for_each(|(o, (&a, &b))| {
+            o[0] = a;
+            o[1] = b;
+        });
+        let speed: Vec<T> = u.par_iter().zip(v.par_iter()).map(|(&a, &b)| (a * a + b * b).sqrt()).collect();
+        let vort: Vec<T> = self.vorticity().into_iter().map(T::of).collect();
+        vec![
+            OutField { name: "velocity", components: 3, values: T::wrap(vel) },
+            OutField { name: "pressure", components: 1, values: T::wrap(p.to_vec()) },
+            OutField { name: "vorticity", components: 1, values: T::wrap(vort) },
+            OutField { name: "speed", components: 1, values: T::wrap(speed) },
+        ]
+    }
+
+    fn state(&self) -> Vec<StateArray> {
+        let s = self.shape();
+        let a = |name: &str, v: &[T]| StateArray { name: name.into(), shape: s.clone(), values: T::wrap(v.to_vec()) };
+        let scalars =
+            vec![self.t_snap, self.r_k, if self.below_once { 1.0 } else { 0.0 }, self.du2_first, self.du2_last];
+        vec![
+            a("u", &self.fields.u),
+            a("v", &self.fields.v),
+            a("p", &self.fields.p),
+            a("u_snapshot", &self.u_snap),
+            a("v_snapshot", &self.v_snap),
+            // t_snapshot, R_K, below-tolerance flag, du2 first step, du2 latest: always f64.
+            StateArray { name: "residual_state".into(), shape: vec![scalars.len()], values: f64::wrap(scalars) },
+        ]
+    }
+
+    fn restore(&mut self, step: u64, time: f64, mut arrays: Vec<StateArray>) -> Result<()> {
+        let s = self.shape();
+        let u = take_array::<T>(&mut arrays, "u", &s)?;
+        let v = take_array::<T>(&mut arrays, "v", &s)?;
+        let p = take_array::<T>(&mut arrays, "p", &s)?;
+        let us = take_array::<T>(&mut arrays, "u_snapshot", &s)?;
+        let vs = take_array::<T>(&mut arrays, "v_snapshot", &s)?;
+        let r = take_array::<f64>(&mut arrays, "residual_state", &[5])?;
+        if !(r[0].is_finite() && r[0] <= time) || !(r[2] == 0.0 || r[2] == 1.0) {
+            return Err(SimError::Input(format!("dataset /fields/residual_state holds invalid values {r:?}")));
+        }
+        self.fields.u.copy_from_slice(&u);
+        self.fields.v.copy_from_slice(&v);
+        self.fields.p.copy_from_slice(&p);
+        self.u_snap = us;
+        self.v_snap = vs;
+        self.t_snap = r[0];
+        self.r_k = r[1];
+        self.below_once = r[2] == 1.0;
+        self.du2_first = r[3];
+        self.du2_last = r[4];
+        self.converged = false;
+        self.step = step;
+        self.time = time;
+        Ok(())
+    }
+
+    fn find_non_finite(&self) -> Option<NonFinite> {
+        let nx = self.grid.n[0];
+        first_non_finite("u", &self.fields.u, nx)
+            .or_else(|| first_non_finite("v", &self.fields.v, nx))
+            .or_else(|| first_non_finite("p", &self.fields.p, nx))
+    }
+
+    fn diagnostics(&self) -> Vec<(&'static str, f64)> {
+        let nx = self.grid.n[0];
+        let (u, v, p) = (&self.fields.u, &self.fields.v, &self.fields.p);
+        // Per-row partials combined in order: independent of the thread count.
+        let rows: Vec<[f64; 5]> = u
+            .par_chunks(nx)
+            .zip(v.par_chunks(nx))
+            .zip(p.par_chunks(nx))
+            .map(|((u, v), p)| {
+                let mut r = [0.0, 0.0, f64::MAX, f64::MIN, 0.0];
+                for k in 0..u.len() {
+                    let (a, b, c) = (u[k].f64(), v[k].f64(), p[k].f64());
+                    r[0] = r[0].max(a.abs());
+                    r[1] = r[1].max(b.abs());
+                    r[2] = r[2].min(c);
+                    r[3] = r[3].max(c);
+                    r[4] += a * a + b * b;
+                }
+                r
+            })
+            .collect();
+        let t = rows.iter().fold([0.0, 0.0, f64::MAX, f64::MIN, 0.0], |a, r| {
+            [a[0].max(r[0]), a[1].max(r[1]), a[2].min(r[2]), a[3].max(r[3]), a[4] + r[4]]
+        });
+        let h = self.grid.spacing[0];
+        vec![
+            ("R_K", self.r_k),
+            ("du2_one_step", self.du2_last),
+            ("du2_ratio", self.du2_last / self.du2_first),
+            ("max_abs_u", t[0]),
+            ("max_abs_v", t[1]),
+            ("p_min", t[2]),
+            ("p_max", t[3]),
+            ("kinetic_energy", 0.5 * t[4] * h * h),
+        ]
+    }
+
+    fn report(&self) -> serde_json::Map<String, serde_json::Value> {
+        let mut m = serde_json::Map::new();
+        let num = |x: f64| if x.is_finite() { serde_json::Value::from(x) } else { serde_json::Value::Null };
+        m.insert("R_K".into(), num(self.r_k));
+        m.insert("converged".into(), self.converged.into());
+        match self.compare(Reference::Ghia) {
+            Some(Comparison { errors: e, .. }) => {
+                m.insert("reference".into(), format!("Ghia et al. 1982, Re = {}", self.params.re).into());
+                m.insert("u_max_error".into(), e.u_max.into());
+                m.insert("u_rms_error".into(), e.u_rms.into());
+                m.insert("v_max_error".into(), e.v_max.into());
+                m.insert("v_rms_error".into(), e.v_rms.into());
+                m.insert("max_error".into(), e.u_max.max(e.v_max).into());
+                m.insert("stations_skipped_suspect".into(), e.skipped.into());
+            }
+            None => {
+                m.insert(
+                    "reference".into(),
+                    format!("none: Ghia et al. 1982 tabulate Re = {:?}", Reference::Ghia.reynolds()).into(),
+                );
+            }
+        }
+        if let Some(Comparison { errors: e, .. }) = self.compare(Reference::Erturk) {
+            m.insert("erturk_u_max_error".into(), e.u_max.into());
+            m.insert("erturk_u_rms_error".into(), e.u_rms.into());
+            m.insert("erturk_v_max_error".into(), e.v_max.into());
+            m.insert("erturk_v_rms_error".into(), e.v_rms.into());
+        }
+        m
+    }
+
+    fn bytes_per_step(&self) -> f64 {
+        // Predictor 3 in + 3 out, corrector 6 in + 3 out (spec: beta_lo = 15).
+        15.0 * self.grid.nodes() as f64 * T::PRECISION.bytes() as f64
+    }
+
+    fn describe(&self) -> Vec<String> {
+        let p = &self.params;
+        let (a, v) = p.dt_limits();
+        let which = if p.dt.is_some() {
+            "from the case"
+        } else if a <= v {
+            "acoustic limit"
+        } else {
+            "viscous limit"
+        };
+        vec![
+            format!("grid: {0} x {0} nodes, dx = {1:.6e}", p.n, p.dx()),
+            format!(
+                "Re = {}, lid velocity u0 = {}, nu = {:.6e}, Ma = {} (sound speed c = {})",
+                p.re,
+                p.lid_velocity,
+                p.nu(),
+                p.mach,
+                p.sound_speed()
+            ),
+            format!("dt = {:.6e} ({which}; limits 0.2 dx/c = {a:.6e}, 0.1 dx^2/nu = {v:.6e})", self.dt),
+            format!(
+                "steady state: R_K < {:e} at two consecutive checks every {} steps",
+                p.residual.tol, p.residual.every
+            ),
+            match Reference::Ghia.tables(p.re) {
+                Some(_) => format!("reference: Ghia et al. 1982 at Re = {}", p.re),
+                None => format!("reference: none at Re = {} (Ghia: {:?})", p.re, Reference::Ghia.reynolds()),
+            },
+        ]
+    }
+
+    fn converged(&self) -> bool {
+        self.converged
+    }
+
+    fn status(&self) -> Option<String> {
+        Some(if self.r_k.is_nan() { "R_K = n/a".into() } else { format!("R_K = {:.2e}", self.r_k) })
+    }
+
+    #[allow(clippy::needless_range_loop)]
+    fn write_results(&self, dir: &std::path::Path) -> Result<()> {
+        let h = self.grid.spacing[0];
+        let (pu, pv) = (self.centreline_u(), self.centreline_v());
+        // Full nodal profiles.
+        let mut s = String::from("y,u\n");
+        for (j, x) in pu.iter().enumerate() {
+            s += &format!("{:.10},{:.10e}\n", j as f64 * h, x);
+        }
+        crate::io::write_atomic(&dir.join("profile_u.csv"), s.as_bytes())?;
+        let mut s = String::from("x,v\n");
+        for (i, x) in pv.iter().enumerate() {
+            s += &format!("{:.10},{:.10e}\n", i as f64 * h, x);
+        }
+        crate::io::write_atomic(&dir.join("profile_v.csv"), s.as_bytes())?;
+        // At Ghia's stations (the same 17 for every Re), with the reference where tabulated.
+        let (tu, tv) = Reference::Ghia
+            .tables(self.params.re)
+            .unwrap_or_else(|| Reference::Ghia.tables(100.0).expect("embedded table").clone());
+        let has = Reference::Ghia.tables(self.params.re).is_some();
+        for (name, axis, var, table, prof) in
+            [("centreline_u.csv", "y", "u", &tu, &pu), ("centreline_v.csv", "x", "v", &tv, &pv)]
+        {
+            let vals = interpolate(prof, h, &table.coord);
+            let mut s = if has { format!("{axis},{var},{var}_ghia,ghia_suspect\n") } else { format!("{axis},{var}\n") };
+            for k in 0..vals.len() {
+                s += &format!("{:.4},{:.10e}", table.coord[k], vals[k]);
+                if has {
+                    s += &format!(",{},{}", table.value[k], table.suspect[k] as u8);
+                }
+                s += "\n";
+            }
+            crate::io::write_atomic(&dir.join(name), s.as_bytes())?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(n: usize) -> CavityParams {
+        CavityParams { n, re: 100.0, lid_velocity: 1.0, mach: 0.1, dt: None, residual: ResidualControl::default() }
+    }
+
+    #[test]
+    fn time_step_follows_the_spec_table() {
+        let p = params(129);
+        assert!((p.time_step() - 1.5625e-4).abs() < 1e-12);
+        let p = CavityParams { n: 512, ..params(512) };
+        assert!((p.time_step() - 3.82964e-5).abs() < 1e-9);
+        let p = CavityParams { n: 512, re: 1000.0, ..params(512) };
+        assert!((p.time_step() - 3.91389e-5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn validation_names_keys() {
+        let bad = |p: CavityParams, key: &str| {
+            let e = p.validate().unwrap_err().to_string();
+            assert!(e.contains(key), "{e} should name {key}");
+        };
+        bad(CavityParams { re: -1.0, ..params(33) }, "solver.cavity.re");
+        bad(CavityParams { n: 3, ..params(33) }, "solver.cavity.n");
+        bad(CavityParams { mach: 0.0, ..params(33) }, "solver.cavity.mach");
+        bad(CavityParams { mach: 2.0, ..params(33) }, "solver.cavity.mach");
+        bad(CavityParams { lid_velocity: f64::NAN, ..params(33) }, "solver.cavity.lid_velocity");
+        bad(CavityParams { dt: Some(1.01 * params(129).time_step()), ..params(129) }, "solver.cavity.dt");
+        bad(CavityParams { dt: Some(0.0), ..params(129) }, "solver.cavity.dt");
+        bad(CavityParams { residual: ResidualControl { every: 0, tol: 1e-4 }, ..params(33) }, "residual.every");
+        bad(CavityParams { residual: ResidualControl { every: 10, tol: 0.0 }, ..params(33) }, "residual.tol");
+        // At the limit is fine, and so is a smaller dt.
+        CavityParams { dt: Some(params(129).time_step()), ..params(129) }.validate().unwrap();
+        CavityParams { dt: Some(1e-5), ..params(129) }.validate().unwrap();
+    }
+
+    #[test]
+    fn reference_tables_parse_with_flags() {
+        for r in [Reference::Ghia, Reference::Erturk] {
+            for &re in r.reynolds() {
+                let (u, v) = r.tables(re as f64).unwrap();
+                let rows = if r == Reference::Ghia { 17 } else { 23 };
+                assert_eq!(u.coord.len(), rows, "{r:?} u Re {re}");
+                assert_eq!(v.coord.len(), rows, "{r:?} v Re {re}");
+                assert_eq!(u.value[rows - 1], 1.0, "lid value");
+            }
+        }
+        let flagged = |re: f64| {
+            let (u, v) = Reference::Ghia.tables(re).unwrap();
+            (u.suspect.iter().filter(|&&s| s).count(), v.suspect.iter().filter(|&&s| s).count())
+        };
+        assert_eq!(flagged(100.0), (0, 0));
+        assert_eq!(flagged(400.0), (0, 1));
+        assert_eq!(flagged(3200.0), (1, 0));
+        assert_eq!(flagged(10000.0), (1, 0));
+        let (_, v) = Reference::Ghia.tables(400.0).unwrap();
+        assert!(v.suspect[11] && v.coord[11] == 0.9063 && v.value[11] == -0.23827);
+        assert!(Reference::Ghia.tables(200.0).is_none());
+    }
+
+    #[test]
+    fn interpolation_is_linear_between_nodes() {
+        let f = [0.0, 1.0, 4.0, 9.0];
+        assert_eq!(interpolate(&f, 0.5, &[0.0, 0.25, 0.75, 1.5]), vec![0.0, 0.5, 2.5, 9.0]);
+    }
+}

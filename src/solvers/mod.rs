@@ -1,6 +1,7 @@
 //! The solvers, and the one place that turns a case into a solver.
 
 pub mod heat;
+pub mod lskum;
 
 use crate::case::{Case, SolverCase};
 use crate::error::Result;

@@ -334,9 +334,10 @@ fn parse_raw(text: &str, file: &str, format: CloudFormat) -> Result<Raw> {
         *v = if *v == 0 { NONE } else { *v - 1 };
     }
     if format == CloudFormat::Old {
-        // F1 has no left/right: boundary points list their two curve neighbours first.
+        // F1 has no left/right (they only serve the force integration here, the normals are
+        // in the file): surface points list their two surface neighbours first.
         for i in 0..n {
-            if r.flag[i] != INTERIOR || r.shape[i] > 0 {
+            if r.shape[i] > 0 {
                 let c = r.conn.of(i);
                 if c.len() >= 2 {
                     r.left[i] = c[0];

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Result, SimError, input};
 use crate::real::Precision;
 use crate::solvers::heat::{Heat1dParams, Heat2dParams};
+use crate::solvers::lskum::LskumParams;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -39,6 +40,7 @@ pub struct Case {
 pub enum SolverCase {
     Heat1d(Heat1dParams),
     Heat2d(Heat2dParams),
+    Lskum(LskumParams),
 }
 
 impl SolverCase {
@@ -46,6 +48,7 @@ impl SolverCase {
         match self {
             SolverCase::Heat1d(_) => "heat1d",
             SolverCase::Heat2d(_) => "heat2d",
+            SolverCase::Lskum(_) => "lskum",
         }
     }
 }
@@ -153,6 +156,7 @@ impl Case {
         match &self.solver {
             SolverCase::Heat1d(p) => p.validate()?,
             SolverCase::Heat2d(p) => p.validate()?,
+            SolverCase::Lskum(p) => p.validate()?,
         }
         self.validate_controls()
     }

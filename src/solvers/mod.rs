@@ -15,6 +15,10 @@ pub fn build(case: &Case, precision: Precision) -> Result<Box<dyn Solver>> {
         (SolverCase::Heat1d(p), Precision::F64) => Box::new(heat::Heat::<f64>::heat1d(p)),
         (SolverCase::Heat2d(p), Precision::F32) => Box::new(heat::Heat::<f32>::heat2d(p)),
         (SolverCase::Heat2d(p), Precision::F64) => Box::new(heat::Heat::<f64>::heat2d(p)),
+        (SolverCase::Lskum(p), Precision::F64) => Box::new(lskum::Lskum::new(p)?),
+        (SolverCase::Lskum(_), Precision::F32) => {
+            return crate::error::input("precision: the lskum solver runs in f64 only");
+        }
     })
 }
 
@@ -24,5 +28,6 @@ pub fn memory_estimate(case: &Case, precision: Precision) -> usize {
     match &case.solver {
         SolverCase::Heat1d(p) => 2 * p.n * s,
         SolverCase::Heat2d(p) => 2 * p.n * p.n * s,
+        SolverCase::Lskum(p) => lskum::memory_estimate(p),
     }
 }

@@ -277,3 +277,180 @@ impl Lskum {
         (0..self.cloud.len()).filter(|&i| self.cloud.flag[i] == cloud::WALL).collect()
     }
 }
+
+// ---- driver interface ----
+
+use crate::real::{Precision, Values};
+use crate::solver::{Grid, NonFinite, OutField, Solver, StateArray, take_array};
+
+const COMPONENTS: [&str; 4] = ["rho", "u", "v", "p"];
+
+impl Lskum {
+    /// Wall C_p as CSV: `point,x,y,cp,minus_cp` (point 1-based, standard C_p sign).
+    pub fn wall_cp_csv(&self) -> String {
+        let mut s = String::from("point,x,y,cp,minus_cp\n");
+        for i in self.wall_points() {
+            let cp = self.cp(i);
+            s += &format!("{},{:.17e},{:.17e},{:.17e},{:.17e}\n", i + 1, self.cloud.x[i], self.cloud.y[i], cp, -cp);
+        }
+        s
+    }
+
+    fn counts(&self) -> (usize, usize, usize) {
+        let f = |t| self.cloud.flag.iter().filter(|&&x| x == t).count();
+        (f(cloud::WALL), f(cloud::INTERIOR), f(cloud::OUTER))
+    }
+
+    /// Seconds per point-iteration of the iterations run so far.
+    pub fn rdp(&self) -> f64 {
+        if self.step == 0 { 0.0 } else { self.wall_seconds / (self.step as f64 * self.cloud.len() as f64) }
+    }
+}
+
+impl Solver for Lskum {
+    fn kind(&self) -> &'static str {
+        "lskum"
+    }
+    fn precision(&self) -> Precision {
+        Precision::F64
+    }
+    fn step(&self) -> u64 {
+        self.step
+    }
+    /// The iteration count (pseudo-time: every point has its own local time step).
+    fn time(&self) -> f64 {
+        self.step as f64
+    }
+    fn dt(&self) -> f64 {
+        1.0
+    }
+    fn advance(&mut self, _dt: f64) {
+        self.iterate();
+    }
+    /// Points as a 1D "grid" of N nodes (used for counts); the geometry is [`Solver::points`].
+    fn grid(&self) -> Grid {
+        Grid { n: [self.cloud.len(), 1], origin: [0.0, 0.0], spacing: [1.0, 1.0] }
+    }
+    fn points(&self) -> Option<Vec<[f64; 2]>> {
+        Some(self.cloud.x.iter().zip(&self.cloud.y).map(|(&x, &y)| [x, y]).collect())
+    }
+    fn output_fields(&self) -> Vec<OutField> {
+        let w = &self.st.prim;
+        let col = |f: &dyn Fn(&V4) -> f64| Values::F64(w.iter().map(f).collect());
+        let p_inf = 1.0 / kernels::GAMMA;
+        let mach = self.params.mach;
+        vec![
+            OutField { name: "rho", components: 1, values: col(&|s| s[0]) },
+            OutField { name: "velocity", components: 3, values: Values::F64(w.iter().flat_map(|s| [s[1], s[2], 0.0]).collect()) },
+            OutField { name: "p", components: 1, values: col(&|s| s[3]) },
+            OutField { name: "Mach", components: 1, values: col(&|s| kernels::mach_number(*s)) },
+            OutField { name: "Cp", components: 1, values: col(&|s| kernels::cp(s[3], p_inf, 1.0, mach)) },
+            OutField {
+                name: "flag",
+                components: 1,
+                values: Values::F64(self.cloud.flag.iter().map(|&f| f as f64).collect()),
+            },
+        ]
+    }
+    fn state(&self) -> Vec<StateArray> {
+        let n = self.cloud.len();
+        let mut v: Vec<StateArray> = (0..4)
+            .map(|m| StateArray {
+                name: COMPONENTS[m].into(),
+                shape: vec![n],
+                values: Values::F64(self.st.prim.iter().map(|s| s[m]).collect()),
+            })
+            .collect();
+        v.push(StateArray { name: "residual_ref".into(), shape: vec![1], values: Values::F64(vec![self.res_ref]) });
+        v.push(StateArray { name: "residual_last".into(), shape: vec![1], values: Values::F64(vec![self.res_last]) });
+        v
+    }
+    fn restore(&mut self, step: u64, _time: f64, mut arrays: Vec<StateArray>) -> Result<()> {
+        let n = self.cloud.len();
+        let mut comps = Vec::with_capacity(4);
+        for name in COMPONENTS {
+            comps.push(take_array::<f64>(&mut arrays, name, &[n])?);
+        }
+        let r_ref = take_array::<f64>(&mut arrays, "residual_ref", &[1])?[0];
+        let r_last = take_array::<f64>(&mut arrays, "residual_last", &[1])?[0];
+        for i in 0..n {
+            self.st.prim[i] = [comps[0][i], comps[1][i], comps[2][i], comps[3][i]];
+        }
+        self.step = step;
+        self.res_ref = r_ref;
+        self.res_last = r_last;
+        self.residue = if step <= 2 { 0.0 } else { (r_last / r_ref).log10() };
+        Ok(())
+    }
+    fn find_non_finite(&self) -> Option<NonFinite> {
+        use rayon::prelude::*;
+        let i = self.st.prim.par_iter().position_first(|s| !s.iter().all(|v| v.is_finite()))?;
+        let m = (0..4).find(|&m| !self.st.prim[i][m].is_finite()).unwrap_or(0);
+        Some(NonFinite { field: COMPONENTS[m], index: vec![i + 1], value: self.st.prim[i][m] })
+    }
+    fn diagnostics(&self) -> Vec<(&'static str, f64)> {
+        let (cl, cd, cm) = self.coefficients();
+        vec![("residue", self.residue), ("residual", self.res_last), ("cl", cl), ("cd", cd), ("cm", cm)]
+    }
+    fn report(&self) -> serde_json::Map<String, serde_json::Value> {
+        let (cl, cd, cm) = self.coefficients();
+        let mut m = serde_json::Map::new();
+        m.insert("reference".into(), "none (steady coefficients; see spec lskum.md 11)".into());
+        m.insert("cl".into(), cl.into());
+        m.insert("cd".into(), cd.into());
+        m.insert("cm".into(), cm.into());
+        m.insert("force_points".into(), format!("{:?}", self.params.forces).to_lowercase().into());
+        m.insert("residue".into(), self.residue.into());
+        m.insert("iterations".into(), self.step.into());
+        m.insert("points".into(), self.cloud.len().into());
+        m.insert("rdp_s".into(), self.rdp().into());
+        m
+    }
+    fn bytes_per_step(&self) -> f64 {
+        // stages x (read prim + write q, read q/derivatives of the stencil once, write R, update)
+        let n = self.cloud.len() as f64;
+        self.set.stages as f64 * n * 8.0 * (8.0 + 8.0 * (1 + self.set.inner_iterations) as f64 + 16.0 + 16.0)
+    }
+    fn describe(&self) -> Vec<String> {
+        let (w, i, o) = self.counts();
+        let links = self.cloud.conn.idx.len();
+        vec![
+            format!(
+                "cloud {} ({}): {} points ({w} wall, {i} interior, {o} outer), {links} links ({:.2} per point)",
+                self.params.cloud.display(),
+                self.params.format.name(),
+                self.cloud.len(),
+                links as f64 / self.cloud.len().max(1) as f64
+            ),
+            format!(
+                "M = {}, alpha = {} deg, CFL = {}, {:?} ({} stage(s)), {} inner iteration(s), K = {}, power = {}",
+                self.params.mach,
+                self.params.aoa,
+                self.params.cfl,
+                self.params.tscheme,
+                self.set.stages,
+                self.params.inner_iterations,
+                self.params.vl_const,
+                self.params.power
+            ),
+            "time = iteration count (local time stepping)".into(),
+        ]
+    }
+    fn converged(&self) -> bool {
+        self.params.residue_drop.is_some_and(|d| self.step > 2 && self.residue <= -d)
+    }
+    fn status(&self) -> Option<String> {
+        let (cl, cd, _) = self.coefficients();
+        Some(format!("residue {:.3}  Cl {:.4}  Cd {:.5}", self.residue, cl, cd))
+    }
+    fn write_results(&self, dir: &std::path::Path) -> Result<()> {
+        crate::io::write_atomic(&dir.join("wall_cp.csv"), self.wall_cp_csv().as_bytes())
+    }
+}
+
+/// Rough bytes of storage for a cloud file (about one point per line), for `sim check`.
+pub fn memory_estimate(p: &LskumParams) -> usize {
+    let lines = std::fs::read(&p.cloud).map(|b| b.iter().filter(|&&c| c == b'\n').count()).unwrap_or(0);
+    // 11 four-component arrays + 2 scalars of state, 5 of geometry, ~16 links in 5 CSR lists
+    lines * (11 * 32 + 2 * 8 + 5 * 8 + 16 * 4 * 2 + 5 * 4)
+}

@@ -7,6 +7,7 @@
 
 pub mod cloud;
 pub mod kernels;
+pub mod mesh;
 pub mod scheme;
 
 use std::path::PathBuf;

@@ -540,6 +540,33 @@ impl Cloud {
         Ok(())
     }
 
+    /// Write the cloud in the legacy solver format (F5, with header; min_dist in full precision).
+    pub fn write_legacy(&self, path: &Path) -> Result<()> {
+        use std::fmt::Write as _;
+        let mut s = String::with_capacity(self.len() * 100);
+        let _ = writeln!(s, "{}", self.len());
+        let one = |v: u32| if v == NONE { 0 } else { v as u64 + 1 };
+        for i in 0..self.len() {
+            let _ = write!(
+                s,
+                "{:?} {:?} {} {} {} {} {:.17e} {}",
+                self.x[i],
+                self.y[i],
+                one(self.left[i]),
+                one(self.right[i]),
+                self.flag[i],
+                self.shape[i],
+                self.min_dist[i],
+                self.conn.of(i).len()
+            );
+            for &k in self.conn.of(i) {
+                let _ = write!(s, " {}", k + 1);
+            }
+            s.push('\n');
+        }
+        crate::io::write_atomic(path, s.as_bytes())
+    }
+
     /// Write the cloud in the `sim` text format.
     pub fn write_sim(&self, path: &Path) -> Result<()> {
         use std::fmt::Write as _;

@@ -73,6 +73,13 @@ pub struct Kinetic {
 
 #[inline]
 pub fn kinetic(w: V4, nx: f64, ny: f64) -> Kinetic {
+    kinetic_part(w, nx, ny, true, true)
+}
+
+/// [`kinetic`] computing the error-function and exponential terms only along t (`along_t`)
+/// and/or n (`along_n`); the others are left 0.
+#[inline]
+pub fn kinetic_part(w: V4, nx: f64, ny: f64, along_t: bool, along_n: bool) -> Kinetic {
     let [rho, u, v, pr] = w;
     let ut = u * ny - v * nx;
     let un = u * nx + v * ny;
@@ -80,11 +87,9 @@ pub fn kinetic(w: V4, nx: f64, ny: f64) -> Kinetic {
     let sqrt_beta = beta.sqrt();
     let st = ut * sqrt_beta;
     let sn = un * sqrt_beta;
-    let erf_t = erf(st);
-    let erf_n = erf(sn);
     let sqrt_pi_beta = (std::f64::consts::PI * beta).sqrt();
-    let bt = (-st * st).exp() / (2.0 * sqrt_pi_beta);
-    let bn = (-sn * sn).exp() / (2.0 * sqrt_pi_beta);
+    let (erf_t, bt) = if along_t { (erf(st), (-st * st).exp() / (2.0 * sqrt_pi_beta)) } else { (0.0, 0.0) };
+    let (erf_n, bn) = if along_n { (erf(sn), (-sn * sn).exp() / (2.0 * sqrt_pi_beta)) } else { (0.0, 0.0) };
     let t = pr / rho;
     let u2 = ut * ut + un * un;
     Kinetic {
@@ -164,7 +169,12 @@ pub enum FluxKind {
 
 #[inline]
 pub fn flux(kind: FluxKind, w: V4, nx: f64, ny: f64) -> V4 {
-    let k = kinetic(w, nx, ny);
+    let (t, n) = match kind {
+        FluxKind::GxPos | FluxKind::GxNeg => (true, false),
+        FluxKind::GyPos | FluxKind::GyNeg => (false, true),
+        _ => (true, true),
+    };
+    let k = kinetic_part(w, nx, ny, t, n);
     match kind {
         FluxKind::GxPos => gx_split(&k, 1.0),
         FluxKind::GxNeg => gx_split(&k, -1.0),

@@ -455,3 +455,79 @@ pub fn memory_estimate(p: &LskumParams) -> usize {
     // 11 four-component arrays + 2 scalars of state, 5 of geometry, ~16 links in 5 CSR lists
     lines * (11 * 32 + 2 * 8 + 5 * 8 + 16 * 4 * 2 + 5 * 4)
 }
+
+/// `sim bench lskum`: RDP on a generated O-grid cloud of about `points` points.
+pub fn bench(points: usize, threads: Option<usize>, seconds: f64) -> Result<serde_json::Value> {
+    use crate::error::SimError;
+    if points < 1000 || points > 50_000_000 {
+        return input(format!("--points {points}: choose 1000 .. 50 000 000"));
+    }
+    if !(seconds.is_finite() && seconds > 0.0) {
+        return input(format!("--seconds {seconds}: must be positive"));
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads.unwrap_or(0))
+        .build()
+        .map_err(|e| SimError::Run(format!("cannot start threads: {e}")))?;
+    let (ni, nj) = mesh::ogrid_dims(points);
+    let t_gen = std::time::Instant::now();
+    let cloud = mesh::ogrid(&mesh::OGrid { ni, nj, first_spacing: 1e-3 * (160.0 / ni as f64).min(1.0), ..Default::default() })?;
+    let gen_s = t_gen.elapsed().as_secs_f64();
+    let p = LskumParams::with_cloud("generated", CloudFormat::Sim, 0.63, 2.0);
+    let n = cloud.len();
+    pool.install(|| {
+        let mut s = Lskum::with_cloud(&p, cloud);
+        let mut t = scheme::Timers::default();
+        // one untimed warm-up iteration
+        s.iterate();
+        let start = std::time::Instant::now();
+        let mut iters = 0u64;
+        while iters < 2 || start.elapsed().as_secs_f64() < seconds {
+            scheme::iterate_timed(&s.cloud, &mut s.st, &s.set, &mut t);
+            iters += 1;
+        }
+        let wall = start.elapsed().as_secs_f64();
+        let share = |x: f64| x / wall;
+        Ok(serde_json::json!({
+            "name": "lskum",
+            "backend": "cpu",
+            "precision": "f64",
+            "threads": rayon::current_num_threads(),
+            "cloud": format!("generated O-grid {ni} x {nj}"),
+            "points": n,
+            "links": s.cloud.conn.idx.len(),
+            "generation_s": gen_s,
+            "settings": "ssprk43, 3 inner iterations, K = 50, CFL 0.5, M 0.63, alpha 2",
+            "iterations": iters,
+            "time_per_iteration_s": wall / iters as f64,
+            "rdp_s": wall / (iters as f64 * n as f64),
+            "share": {
+                "timestep": share(t.timestep),
+                "q_variables": share(t.q_variables),
+                "q_derivatives": share(t.q_derivatives),
+                "flux_residual": share(t.flux_residual),
+                "state_update": share(t.state_update),
+            },
+        }))
+    })
+}
+
+/// Text form of [`bench`].
+pub fn bench_text(v: &serde_json::Value) -> String {
+    let f = |k: &str| v["share"][k].as_f64().unwrap_or(0.0) * 100.0;
+    format!(
+        "lskum on {} ({} points, {} threads): {} iterations, {:.4e} s/iteration, RDP = {:.4e} s\n  \
+         shares: q-derivatives {:.1} %, flux residual {:.1} %, q-variables {:.1} %, state update {:.1} %, time step {:.1} %\n",
+        v["cloud"].as_str().unwrap_or(""),
+        v["points"],
+        v["threads"],
+        v["iterations"],
+        v["time_per_iteration_s"].as_f64().unwrap_or(0.0),
+        v["rdp_s"].as_f64().unwrap_or(0.0),
+        f("q_derivatives"),
+        f("flux_residual"),
+        f("q_variables"),
+        f("state_update"),
+        f("timestep"),
+    )
+}

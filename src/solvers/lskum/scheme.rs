@@ -260,27 +260,53 @@ pub fn update_point(
     (k::prim_of_conserved(un, nx, ny), d)
 }
 
+/// Seconds spent per phase: time step, q-variables, q-derivatives, flux residual, update.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Timers {
+    pub timestep: f64,
+    pub q_variables: f64,
+    pub q_derivatives: f64,
+    pub flux_residual: f64,
+    pub state_update: f64,
+}
+
 /// One full iteration; returns `sqrt(sum of squared density changes of the last stage) / N`.
 pub fn iterate(c: &Cloud, s: &mut State, set: &Settings) -> f64 {
+    iterate_timed(c, s, set, &mut Timers::default())
+}
+
+/// [`iterate`] adding the time of each phase to `t`.
+pub fn iterate_timed(c: &Cloud, s: &mut State, set: &Settings, t: &mut Timers) -> f64 {
+    use std::time::Instant;
     let n = c.len();
+    let t0 = Instant::now();
     s.prim_old.par_iter_mut().zip(s.prim.par_iter()).for_each(|(o, p)| *o = *p);
     {
         let prim = &s.prim;
         s.dt.par_iter_mut().enumerate().for_each(|(i, d)| *d = local_dt(c, prim, set.cfl, i));
     }
+    t.timestep += t0.elapsed().as_secs_f64();
     for stage in 1..=set.stages {
+        let t0 = Instant::now();
         s.q.par_iter_mut().zip(s.prim.par_iter()).for_each(|(q, p)| *q = k::q_of_prim(*p));
+        let t1 = Instant::now();
         q_derivatives(c, s, set);
+        let t2 = Instant::now();
         {
             let fi = FluxInput { c, q: &s.q, qx: &s.qx, qy: &s.qy, qmax: &s.qmax, qmin: &s.qmin, set };
             s.res.par_iter_mut().enumerate().for_each(|(i, r)| *r = fi.residual(i));
         }
+        let t3 = Instant::now();
+        t.q_variables += (t1 - t0).as_secs_f64();
+        t.q_derivatives += (t2 - t1).as_secs_f64();
+        t.flux_residual += (t3 - t2).as_secs_f64();
         let (res, dt, old) = (&s.res, &s.dt, &s.prim_old);
         s.prim.par_iter_mut().zip(s.dsq.par_iter_mut()).enumerate().for_each(|(i, (p, d))| {
             let (w, dd) = update_point(c.flag[i], c.nx[i], c.ny[i], *p, old[i], res[i], dt[i], stage, set.stages, set.winf);
             *p = w;
             *d = dd;
         });
+        t.state_update += t3.elapsed().as_secs_f64();
     }
     // In point order, so the result does not depend on the thread count.
     let sum: f64 = s.dsq.iter().sum();

@@ -428,7 +428,8 @@ pub fn generate(o: &MeshOptions) -> Result<String> {
             };
             ogrid(&OGrid { ni, nj, radius: o.radius, first_spacing: o.first_spacing, thickness: o.thickness, closure })?
         }
-        k => return Err(SimError::Input(format!("--type {k}: choose ogrid"))),
+        "quadtree" => super::quadtree::quadtree_points(o.points.unwrap_or(20_000), o.thickness, closure, o.radius)?,
+        k => return Err(SimError::Input(format!("--type {k}: choose ogrid or quadtree"))),
     };
     match o.format.as_str() {
         "sim" => cloud.write_sim(&o.out)?,

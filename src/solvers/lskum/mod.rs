@@ -8,6 +8,7 @@
 pub mod cloud;
 pub mod kernels;
 pub mod mesh;
+pub mod quadtree;
 pub mod scheme;
 
 use std::path::PathBuf;

@@ -264,7 +264,7 @@ fn worst_stencil(c: &Cloud, i: usize, nbrs: &[u32]) -> f64 {
 
 /// Add the nearest second- and third-ring neighbours to points whose split stencils are
 /// empty or badly conditioned, until every stencil is acceptable (spec 13.3 step 7).
-fn repair(c: &mut Cloud) {
+fn repair(c: &mut Cloud, allowed: &dyn Fn(&Cloud, usize, usize) -> bool) {
     let n = c.len();
     let lists: Vec<Vec<u32>> = (0..n).map(|i| c.conn.of(i).to_vec()).collect();
     let mut out = lists.clone();
@@ -278,7 +278,7 @@ fn repair(c: &mut Cloud) {
             let mut next = Vec::new();
             for &k in &frontier {
                 for &m in &lists[k as usize] {
-                    if m as usize != i && !out[i].contains(&m) && !cand.contains(&m) {
+                    if m as usize != i && !out[i].contains(&m) && !cand.contains(&m) && allowed(c, i, m as usize) {
                         cand.push(m);
                         next.push(m);
                     }
@@ -305,7 +305,12 @@ fn repair(c: &mut Cloud) {
 }
 
 /// Normals, min_dist, stencils and validation of a generated cloud.
-pub fn finish(mut c: Cloud, what: &str) -> Result<Cloud> {
+pub fn finish(c: Cloud, what: &str) -> Result<Cloud> {
+    finish_with(c, what, &|_, _, _| true)
+}
+
+/// [`finish`] where the stencil repair only adds links `allowed(cloud, i, k)`.
+pub fn finish_with(mut c: Cloud, what: &str, allowed: &dyn Fn(&Cloud, usize, usize) -> bool) -> Result<Cloud> {
     let n = c.len();
     c.nx = vec![0.0; n];
     c.ny = vec![1.0; n];
@@ -319,7 +324,7 @@ pub fn finish(mut c: Cloud, what: &str) -> Result<Cloud> {
             c.ny[i] = b / m;
         }
     }
-    repair(&mut c);
+    repair(&mut c, allowed);
     c.min_dist = (0..n)
         .map(|i| {
             c.conn

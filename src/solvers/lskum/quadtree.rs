@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use crate::error::{Result, SimError};
 
 use super::cloud::{Cloud, Csr, INTERIOR, NONE, OUTER, WALL};
-use super::mesh::{Closure, finish, half_thickness};
+use super::mesh::{Closure, finish_with, half_thickness};
 
 /// Settings of the quadtree generator.
 #[derive(Clone, Copy, Debug)]
@@ -310,7 +310,10 @@ pub fn quadtree(q: &QuadTree) -> Result<Cloud> {
         conn.start.push(conn.idx.len() as u32);
     }
     c.conn = conn;
-    finish(c, "quadtree")
+    let allowed = |c: &Cloud, i: usize, k: usize| {
+        (c.shape[i] > 0 && c.shape[k] > 0) || !blocked(&surf, (c.x[i], c.y[i]), (c.x[k], c.y[k]))
+    };
+    finish_with(c, "quadtree", &allowed)
 }
 
 /// Within `tol` of a surface vertex.

@@ -457,7 +457,7 @@ pub fn memory_estimate(p: &LskumParams) -> usize {
     lines * (11 * 32 + 2 * 8 + 5 * 8 + 16 * 4 * 2 + 5 * 4)
 }
 
-/// `sim bench lskum`: RDP on a generated O-grid cloud of about `points` points.
+/// `sim bench lskum`: RDP on a generated quadtree cloud of about `points` points.
 pub fn bench(points: usize, threads: Option<usize>, seconds: f64) -> Result<serde_json::Value> {
     use crate::error::SimError;
     if points < 1000 || points > 50_000_000 {
@@ -470,9 +470,8 @@ pub fn bench(points: usize, threads: Option<usize>, seconds: f64) -> Result<serd
         .num_threads(threads.unwrap_or(0))
         .build()
         .map_err(|e| SimError::Run(format!("cannot start threads: {e}")))?;
-    let (ni, nj) = mesh::ogrid_dims(points);
     let t_gen = std::time::Instant::now();
-    let cloud = mesh::ogrid(&mesh::OGrid { ni, nj, first_spacing: 1e-3 * (160.0 / ni as f64).min(1.0), ..Default::default() })?;
+    let cloud = quadtree::quadtree_points(points, 0.12, mesh::Closure::Scaled, 10.0)?;
     let gen_s = t_gen.elapsed().as_secs_f64();
     let p = LskumParams::with_cloud("generated", CloudFormat::Sim, 0.63, 2.0);
     let n = cloud.len();
@@ -494,7 +493,7 @@ pub fn bench(points: usize, threads: Option<usize>, seconds: f64) -> Result<serd
             "backend": "cpu",
             "precision": "f64",
             "threads": rayon::current_num_threads(),
-            "cloud": format!("generated O-grid {ni} x {nj}"),
+            "cloud": "generated quadtree NACA 0012",
             "points": n,
             "links": s.cloud.conn.idx.len(),
             "generation_s": gen_s,

@@ -186,9 +186,80 @@ impl FluxInput<'_> {
         if along_t { ls.d_ds() } else { ls.d_dn() }
     }
 
-    /// Flux residual of point i (spec 8.2), in the frame of the point.
+    /// Flux residual of point i (spec 8.2), in the frame of the point, in one pass over the
+    /// full neighbour list: the reconstructed states of an edge are computed once and shared
+    /// by the split stencils the neighbour belongs to. Each stencil's sums are accumulated in
+    /// neighbour order, so the result equals [`FluxInput::residual_by_stencil`] bit for bit.
     #[inline]
     pub fn residual(&self, i: usize) -> V4 {
+        let c = self.c;
+        let (nx, ny) = (c.nx[i], c.ny[i]);
+        let flag = c.flag[i];
+        let kinds = match flag {
+            INTERIOR => [FluxKind::GxPos, FluxKind::GxNeg, FluxKind::GyPos, FluxKind::GyNeg],
+            WALL => [FluxKind::GxII, FluxKind::GxI, FluxKind::GyPos, FluxKind::GyNeg],
+            _ => [FluxKind::GxIII, FluxKind::GxIV, FluxKind::GyPos, FluxKind::GyNeg],
+        };
+        let mut ls = [LsSums::<4>::new(); 4];
+        for &kk in c.conn.of(i) {
+            let kk = kk as usize;
+            let dx = c.x[kk] - c.x[i];
+            let dy = c.y[kk] - c.y[i];
+            let ds = dx * ny - dy * nx;
+            let dn = dx * nx + dy * ny;
+            let member = [
+                ds <= 0.0,
+                ds >= 0.0,
+                match flag {
+                    INTERIOR => dn <= 0.0,
+                    WALL => false,
+                    _ => true,
+                },
+                match flag {
+                    INTERIOR => dn >= 0.0,
+                    WALL => true,
+                    _ => false,
+                },
+            ];
+            let w = k::ls_weight(dx, dy, self.set.power);
+            let wi = k::prim_of_q(self.reconstruct(i, i, dx, dy));
+            let wk = k::prim_of_q(self.reconstruct(kk, i, dx, dy));
+            for m in 0..4 {
+                if member[m] {
+                    let gi = k::flux(kinds[m], wi, nx, ny);
+                    let gk = k::flux(kinds[m], wk, nx, ny);
+                    let df = [gk[0] - gi[0], gk[1] - gi[1], gk[2] - gi[2], gk[3] - gi[3]];
+                    ls[m].add(ds, dn, w, &df);
+                }
+            }
+        }
+        let mut r = [0.0; 4];
+        match flag {
+            INTERIOR => {
+                let (a, b, cc, d) = (ls[0].d_ds(), ls[1].d_ds(), ls[2].d_dn(), ls[3].d_dn());
+                for m in 0..4 {
+                    r[m] = a[m] + b[m] + cc[m] + d[m];
+                }
+            }
+            WALL => {
+                let (a, b, d) = (ls[0].d_ds(), ls[1].d_ds(), ls[3].d_dn());
+                for m in 0..4 {
+                    r[m] = 2.0 * (a[m] + b[m] + d[m]);
+                }
+            }
+            _ => {
+                let (a, b, cc) = (ls[0].d_ds(), ls[1].d_ds(), ls[2].d_dn());
+                for m in 0..4 {
+                    r[m] = a[m] + b[m] + cc[m];
+                }
+            }
+        }
+        r
+    }
+
+    /// Flux residual of point i stencil by stencil (reference form of [`FluxInput::residual`]).
+    #[inline]
+    pub fn residual_by_stencil(&self, i: usize) -> V4 {
         let c = self.c;
         let mut r = [0.0; 4];
         match c.flag[i] {
@@ -439,6 +510,42 @@ mod tests {
                     assert!((s.qy[i][r] - b[r]).abs() < 1e-11, "qy point {i} [{r}] {} (inner {inner})", s.qy[i][r]);
                 }
             }
+        }
+    }
+
+    #[test]
+    fn one_pass_residual_equals_stencil_by_stencil() {
+        let mut seed = 5u64;
+        let mut c = jittered(9, &mut seed);
+        // a wall row and an outer row to exercise every branch
+        for i in 0..9 {
+            c.flag[i] = WALL;
+            c.flag[72 + i] = OUTER;
+            c.nx[72 + i] = 0.0;
+            c.ny[72 + i] = 1.0;
+            c.nx[i] = 0.0;
+            c.ny[i] = 1.0;
+        }
+        c.build_stencils();
+        let set = Settings {
+            cfl: 0.5,
+            inner_iterations: 2,
+            vl_const: 5.0,
+            power: 0.0,
+            reconstruct: Reconstruct::Venkat,
+            stages: 4,
+            winf: k::free_stream(0.63, 2.0),
+        };
+        let mut s = State::new(c.len(), set.winf);
+        for i in 0..c.len() {
+            let w = [1.0 + 0.1 * c.x[i], 0.6 - 0.2 * c.y[i] * c.x[i], 0.05 * c.x[i], 0.7 + 0.05 * c.y[i]];
+            s.q[i] = k::q_of_prim(w);
+        }
+        q_derivatives(&c, &mut s, &set);
+        let fi = FluxInput { c: &c, q: &s.q, qx: &s.qx, qy: &s.qy, qmax: &s.qmax, qmin: &s.qmin, set: &set };
+        for i in (0..c.len()).filter(|i| i % 9 != 0 && i % 9 != 8) {
+            let (a, b) = (fi.residual(i), fi.residual_by_stencil(i));
+            assert_eq!(a.map(f64::to_bits), b.map(f64::to_bits), "point {i}");
         }
     }
 

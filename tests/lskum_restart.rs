@@ -79,3 +79,23 @@ fn cli_rejects_bad_cloud_with_exit_code_2() {
     assert!(err.contains("cloud.txt") && err.contains("truncated"), "{err}");
     let _ = std::fs::remove_dir_all(d);
 }
+
+#[test]
+fn residue_drop_stops_the_run() {
+    let d = tmp("converge");
+    let cloud = format!("{ROOT}/meshes/naca0012_9600_legacy.txt");
+    let text = format!(
+        "name: conv\nsolver:\n  lskum:\n    cloud: {cloud}\n    mach: 0.63\n    aoa: 2.0\n    residue_drop: 0.1\n\
+         time:\n  end_step: 100\nguard:\n  check_every: 1\n"
+    );
+    let case = d.join("case.yaml");
+    std::fs::write(&case, text).unwrap();
+    let v = run(&RunOptions { case: Some(case), out: Some(d.join("o")), quiet: true, ..Default::default() }).unwrap();
+    assert_eq!(v["status"], "converged");
+    let step = v["step"].as_u64().unwrap();
+    let residue = v["errors"]["residue"].as_f64().unwrap();
+    assert!(step < 100 && residue <= -0.1, "step {step}, residue {residue}");
+    // the reference residue history (fser_ssprk43_9600_residue.txt) first reaches -0.1 at iteration 9
+    assert_eq!(step, 9);
+    let _ = std::fs::remove_dir_all(d);
+}

@@ -402,6 +402,15 @@ impl Solver for Lskum {
         m.insert("cd".into(), cd.into());
         m.insert("cm".into(), cm.into());
         m.insert("force_points".into(), format!("{:?}", self.params.forces).to_lowercase().into());
+        // the other convention, for comparisons with the reference codes (spec 10.2)
+        let other = match self.params.forces {
+            ForceSet::Wall => ("shape", ForcePoints::Shape),
+            ForceSet::Shape => ("wall", ForcePoints::Wall),
+        };
+        let (cl2, cd2, cm2) = self.coefficients_of(other.1);
+        m.insert(format!("cl_{}", other.0), cl2.into());
+        m.insert(format!("cd_{}", other.0), cd2.into());
+        m.insert(format!("cm_{}", other.0), cm2.into());
         m.insert("residue".into(), self.residue.into());
         m.insert("iterations".into(), self.step.into());
         m.insert("points".into(), self.cloud.len().into());

@@ -3,7 +3,20 @@
 //! limiter, local time stepping with SSP(4,3) Runge-Kutta or forward Euler.
 //!
 //! One solver step is one pseudo-time iteration; `time()` is the iteration count (the local
-//! time steps differ from point to point, so there is no global physical time).
+//! time steps differ from point to point, so there is no global physical time), so
+//! `time.end_step` of the case is the number of iterations.
+//!
+//! * [`cloud`]: point-cloud formats, validation, normals, split stencils (CSR).
+//! * [`kernels`]: per-point numerics (q-variables, split/quadrant fluxes, least squares,
+//!   limiter, conserved/outer states, time step, C_p).
+//! * [`scheme`]: one iteration over the cloud (rayon over points, no allocation).
+//! * [`mesh`], [`quadtree`]: `sim mesh naca0012` generators.
+//!
+//! Run outputs: `<name>_<step>.vtu` point clouds (rho, velocity, p, Mach, Cp, flag),
+//! `history.csv` (residue = log10 of the density residual relative to iteration 2, cl, cd, cm),
+//! `wall_cp.csv` (point, x, y, cp, minus_cp of the wall points), and in `summary.json` under
+//! `errors` the final coefficients, residue and RDP (`rdp_s` = iteration seconds / (iterations
+//! x points)). Checkpoints hold rho, u, v, p per point and the residual reference.
 
 pub mod cloud;
 pub mod kernels;

@@ -9,6 +9,7 @@ use crate::error::{Result, SimError, input};
 use crate::real::Precision;
 use crate::solvers::cavity::CavityParams;
 use crate::solvers::heat::{Heat1dParams, Heat2dParams};
+use crate::solvers::lskum::LskumParams;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -44,6 +45,7 @@ pub enum SolverCase {
     Heat1d(Heat1dParams),
     Heat2d(Heat2dParams),
     Cavity(CavityParams),
+    Lskum(LskumParams),
 }
 
 impl SolverCase {
@@ -52,6 +54,7 @@ impl SolverCase {
             SolverCase::Heat1d(_) => "heat1d",
             SolverCase::Heat2d(_) => "heat2d",
             SolverCase::Cavity(_) => "cavity",
+            SolverCase::Lskum(_) => "lskum",
         }
     }
 }
@@ -172,6 +175,7 @@ impl Case {
             SolverCase::Heat1d(p) => p.validate()?,
             SolverCase::Heat2d(p) => p.validate()?,
             SolverCase::Cavity(p) => p.validate()?,
+            SolverCase::Lskum(p) => p.validate()?,
         }
         self.validate_controls()
     }

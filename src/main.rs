@@ -56,10 +56,46 @@ enum Command {
     },
     /// CPU threads and CUDA devices of this machine.
     Info,
-    /// Effective bandwidth of a kernel next to a COPY kernel.
+    /// Generate a point cloud for the meshfree solver (`sim mesh naca0012 ...`).
+    Mesh {
+        /// naca0012 (NACA 00xx with --thickness)
+        body: String,
+        /// ogrid (structured O-grid, 160 x 60 reproduces the reference cloud)
+        #[arg(long = "type", default_value = "ogrid")]
+        kind: String,
+        /// About this many points
+        #[arg(long)]
+        points: Option<usize>,
+        /// Points per ring (O-grid)
+        #[arg(long)]
+        ni: Option<usize>,
+        /// Rings (O-grid)
+        #[arg(long)]
+        nj: Option<usize>,
+        /// Far-field radius in chords
+        #[arg(long, default_value_t = 10.0)]
+        radius: f64,
+        /// Distance from the wall to the first ring at mid-chord (O-grid)
+        #[arg(long, default_value_t = 2e-3)]
+        first_spacing: f64,
+        #[arg(long, default_value_t = 0.12)]
+        thickness: f64,
+        /// scaled | modified trailing-edge closure
+        #[arg(long, default_value = "scaled")]
+        closure: String,
+        /// sim | legacy file format
+        #[arg(long, default_value = "sim")]
+        format: String,
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Effective bandwidth of a kernel next to a COPY kernel; `lskum`: RDP on a generated cloud.
     Bench {
-        /// copy | heat1d | heat2d | cavity
+        /// copy | heat1d | heat2d | cavity | lskum
         name: String,
+        /// Points of the generated cloud (lskum).
+        #[arg(long, default_value_t = 100_000)]
+        points: usize,
         /// Nodes per side (2D) or in total (1D).
         #[arg(long, default_value_t = 4096)]
         size: usize,
@@ -103,7 +139,26 @@ fn main() -> ExitCode {
             print!("{}", sim::info::report());
             Ok(())
         }
-        Command::Bench { name, size, precision, threads, seconds, backend, variant, block, json } => {
+        Command::Mesh { body, kind, points, ni, nj, radius, first_spacing, thickness, closure, format, out } => {
+            if body != "naca0012" {
+                Err(sim::SimError::Input(format!("sim mesh {body}: only naca0012 is available")))
+            } else {
+                let o = sim::solvers::lskum::mesh::MeshOptions {
+                    kind, points, ni, nj, radius, first_spacing, thickness, closure, format, out,
+                };
+                sim::solvers::lskum::mesh::generate(&o).map(|s| print!("{s}"))
+            }
+        }
+        Command::Bench { name, points, threads, seconds, json, .. } if name == "lskum" => {
+            sim::solvers::lskum::bench(points, threads, seconds).map(|v| {
+                if json {
+                    println!("{}", serde_json::to_string_pretty(&v).expect("json"));
+                } else {
+                    print!("{}", sim::solvers::lskum::bench_text(&v));
+                }
+            })
+        }
+        Command::Bench { name, size, precision, threads, seconds, backend, variant, block, json, .. } => {
             let gpu = GpuOptions { variant, block: [block[0], block[1]], fast_math: false };
             let backend = match backend {
                 Backend::Auto if sim::cuda::Gpu::open().is_ok() => Backend::Cuda,

@@ -135,6 +135,8 @@ fn is_run_file(name: &str) -> bool {
         || name.ends_with(".tmp")
         || name.ends_with(".pvd")
         || name.ends_with(".vti")
+        || name.ends_with(".vtu")
+        || name == "wall_cp.csv"
         || (name.starts_with("checkpoint_") && (name.ends_with(".h5") || name.ends_with(".xmf")))
 }
 
@@ -454,8 +456,18 @@ impl Driver<'_> {
     }
 
     fn write_output(&mut self, s: &dyn Solver) -> Result<()> {
-        let file = format!("{}_{:08}.vti", self.case.name, s.step());
-        vti::write(&self.out_dir.join(&file), &s.grid(), &s.output_fields())?;
+        let file = match s.points() {
+            Some(points) => {
+                let file = format!("{}_{:08}.vtu", self.case.name, s.step());
+                crate::io::vtu::write(&self.out_dir.join(&file), &points, &s.output_fields())?;
+                file
+            }
+            None => {
+                let file = format!("{}_{:08}.vti", self.case.name, s.step());
+                vti::write(&self.out_dir.join(&file), &s.grid(), &s.output_fields())?;
+                file
+            }
+        };
         self.pvd.add(s.step(), s.time(), file)
     }
 
@@ -469,7 +481,7 @@ impl Driver<'_> {
             backend: s.backend(),
             case_yaml: self.case_text.into(),
         };
-        checkpoint::write(&path, &meta, &s.state(), &s.grid())?;
+        checkpoint::write_with_points(&path, &meta, &s.state(), &s.grid(), s.points().as_deref())?;
         self.last_checkpoint = Some(path);
         // Keep the newest `keep` checkpoints.
         let all = checkpoint::list(self.out_dir);

@@ -88,6 +88,11 @@ pub trait Solver: Send {
     fn write_results(&self, _dir: &std::path::Path) -> Result<()> {
         Ok(())
     }
+    /// Point-cloud solvers: the point coordinates. Output is then a `.vtu` point cloud
+    /// (fields per point, in this order) instead of a `.vti` of [`Solver::grid`].
+    fn points(&self) -> Option<Vec<[f64; 2]>> {
+        None
+    }
 }
 
 /// Find the first non-finite value of `values`; `shape` is `[ny, nx]` or `[n]`.

@@ -4,7 +4,8 @@
 //! /            attrs: format="sim-checkpoint", format_version, solver, step, time,
 //!                     precision, backend, sim_version, case_yaml
 //! /fields/NAME every array the solver needs to continue
-//! /geometry/   n, origin, spacing of the grid
+//! /geometry/   n, origin, spacing of the grid; for point clouds also
+//!              points [N x 3] (x, y, 0) and conn [N x 1] (0..N-1, one vertex per point)
 //! ```
 //! Written to `NAME.h5.tmp` and renamed; an XDMF sidecar (`NAME.xmf`) opens it in ParaView.
 
@@ -51,15 +52,30 @@ pub fn list(dir: &Path) -> Vec<(u64, PathBuf)> {
 }
 
 pub fn write(path: &Path, meta: &Meta, arrays: &[StateArray], grid: &Grid) -> Result<()> {
+    write_with_points(path, meta, arrays, grid, None)
+}
+
+/// [`write`] for a solver that may live on a point cloud: with `points`, the geometry also
+/// holds the coordinates and the XDMF sidecar describes a Polyvertex cloud.
+pub fn write_with_points(
+    path: &Path,
+    meta: &Meta,
+    arrays: &[StateArray],
+    grid: &Grid,
+    points: Option<&[[f64; 2]]>,
+) -> Result<()> {
     let tmp = super::tmp_path(path);
-    write_file(&tmp, meta, arrays, grid)
+    write_file(&tmp, meta, arrays, grid, points)
         .map_err(|e| e.to_string())
         .and_then(|_| std::fs::rename(&tmp, path).map_err(|e| e.to_string()))
         .map_err(|e| {
             let _ = std::fs::remove_file(&tmp);
             SimError::Run(format!("cannot write checkpoint {}: {e}", path.display()))
         })?;
-    write_xdmf(path, meta, arrays, grid)
+    match points {
+        Some(p) => write_xdmf_points(path, meta, arrays, p.len()),
+        None => write_xdmf(path, meta, arrays, grid),
+    }
 }
 
 fn str_attr(loc: &hdf5::Location, name: &str, value: &str) -> hdf5::Result<()> {
@@ -67,7 +83,13 @@ fn str_attr(loc: &hdf5::Location, name: &str, value: &str) -> hdf5::Result<()> {
     loc.new_attr::<VarLenUnicode>().create(name)?.write_scalar(&v)
 }
 
-fn write_file(path: &Path, meta: &Meta, arrays: &[StateArray], grid: &Grid) -> hdf5::Result<()> {
+fn write_file(
+    path: &Path,
+    meta: &Meta,
+    arrays: &[StateArray],
+    grid: &Grid,
+    points: Option<&[[f64; 2]]>,
+) -> hdf5::Result<()> {
     let f = hdf5::File::create(path)?;
     str_attr(&f, "format", FORMAT)?;
     f.new_attr::<u32>().create("format_version")?.write_scalar(&FORMAT_VERSION)?;
@@ -89,8 +111,16 @@ fn write_file(path: &Path, meta: &Meta, arrays: &[StateArray], grid: &Grid) -> h
     g.new_dataset::<u64>().shape(2).create("n")?.write_raw(&grid.n.map(|n| n as u64))?;
     g.new_dataset::<f64>().shape(2).create("origin")?.write_raw(&grid.origin)?;
     g.new_dataset::<f64>().shape(2).create("spacing")?.write_raw(&grid.spacing)?;
-    f.flush()?;
-    Ok(())
+    if let Some(p) = points {
+        let xyz: Vec<f64> = p.iter().flat_map(|q| [q[0], q[1], 0.0]).collect();
+        g.new_dataset::<f64>().shape([p.len(), 3]).create("points")?.write_raw(&xyz)?;
+        let conn: Vec<i64> = (0..p.len() as i64).collect();
+        g.new_dataset::<i64>().shape([p.len(), 1]).create("conn")?.write_raw(&conn)?;
+    }
+    drop((fields, g));
+    // Close now (not when the last handle happens to drop): the file is renamed next and
+    // may be opened by another process at once.
+    f.close()
 }
 
 /// Read a checkpoint; every problem is an input error naming the file.
@@ -171,6 +201,33 @@ fn write_xdmf(h5: &Path, meta: &Meta, arrays: &[StateArray], grid: &Grid) -> Res
             a.name,
             a.values.precision().bytes(),
             dims.join(" "),
+            file
+        );
+    }
+    s += "</Grid>\n</Domain>\n</Xdmf>\n";
+    super::write_atomic(&h5.with_extension("xmf"), s.as_bytes())
+}
+
+/// XDMF3 sidecar of a point-cloud checkpoint (Polyvertex topology with explicit connectivity);
+/// every `/fields` array of length N is a node attribute.
+fn write_xdmf_points(h5: &Path, meta: &Meta, arrays: &[StateArray], n: usize) -> Result<()> {
+    let file = h5.file_name().and_then(|s| s.to_str()).unwrap_or_default();
+    let mut s = format!(
+        "<?xml version=\"1.0\" ?>\n<Xdmf Version=\"3.0\">\n<Domain>\n<Grid Name=\"{}\" GridType=\"Uniform\">\n\
+         <Time Value=\"{:.17e}\"/>\n\
+         <Topology TopologyType=\"Polyvertex\" NumberOfElements=\"{n}\" NodesPerElement=\"1\">\n\
+         <DataItem Format=\"HDF\" NumberType=\"Int\" Precision=\"8\" Dimensions=\"{n} 1\">{file}:/geometry/conn</DataItem>\n\
+         </Topology>\n<Geometry GeometryType=\"XYZ\">\n\
+         <DataItem Format=\"HDF\" NumberType=\"Float\" Precision=\"8\" Dimensions=\"{n} 3\">{file}:/geometry/points</DataItem>\n\
+         </Geometry>\n",
+        meta.solver, meta.time
+    );
+    for a in arrays.iter().filter(|a| a.shape == [n]) {
+        s += &format!(
+            "<Attribute Name=\"{0}\" AttributeType=\"Scalar\" Center=\"Node\">\n\
+             <DataItem Format=\"HDF\" NumberType=\"Float\" Precision=\"{1}\" Dimensions=\"{n}\">{2}:/fields/{0}</DataItem>\n</Attribute>\n",
+            a.name,
+            a.values.precision().bytes(),
             file
         );
     }

@@ -1,10 +1,11 @@
-//! Files a run writes: VTK ImageData + `.pvd` series, HDF5 checkpoints (+ XDMF sidecar),
+//! Files a run writes: VTK ImageData (grids) or UnstructuredGrid (point clouds) + `.pvd` series, HDF5 checkpoints (+ XDMF sidecar),
 //! `history.csv`.
 
 pub mod checkpoint;
 pub mod history;
 pub mod pvd;
 pub mod vti;
+pub mod vtu;
 
 use std::path::Path;
 

@@ -2,6 +2,7 @@
 
 pub mod cavity;
 pub mod heat;
+pub mod lskum;
 
 use std::sync::Arc;
 
@@ -62,6 +63,10 @@ pub fn build_on(case: &Case, precision: Precision, device: &Device) -> Result<Bo
         (SolverCase::Heat2d(p), Precision::F64) => Box::new(heat::Heat::<f64>::heat2d(p).on(device)?),
         (SolverCase::Cavity(p), Precision::F32) => Box::new(cavity::Cavity::<f32>::new(p)),
         (SolverCase::Cavity(p), Precision::F64) => Box::new(cavity::Cavity::<f64>::new(p)),
+        (SolverCase::Lskum(p), Precision::F64) => Box::new(lskum::Lskum::new(p)?),
+        (SolverCase::Lskum(_), Precision::F32) => {
+            return crate::error::input("precision: the lskum solver runs in f64 only");
+        }
     })
 }
 
@@ -73,5 +78,6 @@ pub fn memory_estimate(case: &Case, precision: Precision) -> usize {
         SolverCase::Heat2d(p) => 2 * p.n * p.n * s,
         // u, v, p, u*, v*, p* and the two residual snapshots.
         SolverCase::Cavity(p) => 8 * p.n * p.n * s,
+        SolverCase::Lskum(p) => lskum::memory_estimate(p),
     }
 }

@@ -1,0 +1,556 @@
+//! Meshfree q-LSKUM solver of the 2D Euler equations on point clouds (Mamidi et al. 2022):
+//! kinetic split fluxes, least-squares q-derivatives with inner iterations, Venkatakrishnan
+//! limiter, local time stepping with SSP(4,3) Runge-Kutta or forward Euler.
+//!
+//! One solver step is one pseudo-time iteration; `time()` is the iteration count (the local
+//! time steps differ from point to point, so there is no global physical time), so
+//! `time.end_step` of the case is the number of iterations.
+//!
+//! * [`cloud`]: point-cloud formats, validation, normals, split stencils (CSR).
+//! * [`kernels`]: per-point numerics (q-variables, split/quadrant fluxes, least squares,
+//!   limiter, conserved/outer states, time step, C_p).
+//! * [`scheme`]: one iteration over the cloud (rayon over points, no allocation).
+//! * [`mesh`], [`quadtree`]: `sim mesh naca0012` generators.
+//!
+//! Run outputs: `<name>_<step>.vtu` point clouds (rho, velocity, p, Mach, Cp, flag),
+//! `history.csv` (residue = log10 of the density residual relative to iteration 2, cl, cd, cm),
+//! `wall_cp.csv` (point, x, y, cp, minus_cp of the wall points), and in `summary.json` under
+//! `errors` the final coefficients, residue and RDP (`rdp_s` = iteration seconds / (iterations
+//! x points)). Checkpoints hold rho, u, v, p per point and the residual reference.
+
+pub mod cloud;
+pub mod kernels;
+pub mod mesh;
+pub mod quadtree;
+pub mod scheme;
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Result, input};
+
+pub use cloud::{Cloud, CloudFormat};
+pub use scheme::ForcePoints;
+use kernels::{Reconstruct, V4};
+use scheme::{Settings, State};
+
+/// Time integration of the pseudo-time iterations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TimeScheme {
+    /// Four-stage third-order strong-stability-preserving Runge-Kutta.
+    #[default]
+    Ssprk43,
+    /// Forward Euler.
+    First,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Limiter {
+    #[default]
+    Venkat,
+    Minmax,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Accuracy {
+    /// Limited reconstruction of q at both ends of every edge.
+    #[default]
+    Second,
+    /// No reconstruction.
+    First,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ForceSet {
+    /// Wall points only.
+    #[default]
+    Wall,
+    /// Every point with flag_2 > 0 (the reference F-ser convention).
+    Shape,
+}
+
+/// `solver: {lskum: ...}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LskumParams {
+    /// Point-cloud file (relative paths are taken from the working directory).
+    pub cloud: PathBuf,
+    #[serde(default)]
+    pub format: CloudFormat,
+    /// Free-stream Mach number.
+    pub mach: f64,
+    /// Angle of attack, degrees.
+    #[serde(default)]
+    pub aoa: f64,
+    #[serde(default = "default_cfl")]
+    pub cfl: f64,
+    /// Inner iterations of the second-order q-derivatives (0 = first-order derivatives).
+    #[serde(default = "default_inner")]
+    pub inner_iterations: u32,
+    /// Venkatakrishnan limiter constant K.
+    #[serde(default = "default_vl")]
+    pub vl_const: f64,
+    /// Least-squares weight exponent (w = d^power).
+    #[serde(default)]
+    pub power: f64,
+    #[serde(default)]
+    pub tscheme: TimeScheme,
+    #[serde(default)]
+    pub limiter: Limiter,
+    #[serde(default)]
+    pub accuracy: Accuracy,
+    /// Stop once the residue (log10 of the residual relative to iteration 2) is at or below
+    /// `-residue_drop`.
+    #[serde(default)]
+    pub residue_drop: Option<f64>,
+    /// Points of the force integration.
+    #[serde(default)]
+    pub forces: ForceSet,
+}
+
+fn default_cfl() -> f64 {
+    0.5
+}
+fn default_inner() -> u32 {
+    3
+}
+fn default_vl() -> f64 {
+    50.0
+}
+
+impl LskumParams {
+    /// Parameters of the case with every default and the given cloud.
+    pub fn with_cloud(cloud: impl Into<PathBuf>, format: CloudFormat, mach: f64, aoa: f64) -> Self {
+        LskumParams {
+            cloud: cloud.into(),
+            format,
+            mach,
+            aoa,
+            cfl: default_cfl(),
+            inner_iterations: default_inner(),
+            vl_const: default_vl(),
+            power: 0.0,
+            tscheme: TimeScheme::Ssprk43,
+            limiter: Limiter::Venkat,
+            accuracy: Accuracy::Second,
+            residue_drop: None,
+            forces: ForceSet::Wall,
+        }
+    }
+
+    pub fn validate(&self) -> Result<()> {
+        let key = "solver.lskum";
+        if !(self.mach.is_finite() && self.mach > 0.0 && self.mach < 10.0) {
+            return input(format!("{key}.mach: {} must be in (0, 10)", self.mach));
+        }
+        if !(self.aoa.is_finite() && self.aoa.abs() <= 90.0) {
+            return input(format!("{key}.aoa: {} must be within [-90, 90] degrees", self.aoa));
+        }
+        if !(self.cfl.is_finite() && self.cfl > 0.0 && self.cfl <= 2.0) {
+            return input(format!("{key}.cfl: {} must be in (0, 2]", self.cfl));
+        }
+        if self.inner_iterations > 100 {
+            return input(format!("{key}.inner_iterations: {} is more than 100", self.inner_iterations));
+        }
+        if !(self.vl_const.is_finite() && self.vl_const > 0.0) {
+            return input(format!("{key}.vl_const: {} must be a positive number", self.vl_const));
+        }
+        if !(self.power.is_finite() && self.power.abs() <= 10.0) {
+            return input(format!("{key}.power: {} must be within [-10, 10]", self.power));
+        }
+        if let Some(d) = self.residue_drop {
+            if !(d.is_finite() && d > 0.0) {
+                return input(format!("{key}.residue_drop: {d} must be a positive number of decades"));
+            }
+        }
+        if self.cloud.as_os_str().is_empty() {
+            return input(format!("{key}.cloud: give the point-cloud file"));
+        }
+        Ok(())
+    }
+
+    fn settings(&self) -> Settings {
+        Settings {
+            cfl: self.cfl,
+            inner_iterations: self.inner_iterations,
+            vl_const: self.vl_const,
+            power: self.power,
+            reconstruct: match (self.accuracy, self.limiter) {
+                (Accuracy::First, _) => Reconstruct::None,
+                (Accuracy::Second, Limiter::Venkat) => Reconstruct::Venkat,
+                (Accuracy::Second, Limiter::Minmax) => Reconstruct::MinMax,
+            },
+            stages: match self.tscheme {
+                TimeScheme::Ssprk43 => 4,
+                TimeScheme::First => 1,
+            },
+            winf: kernels::free_stream(self.mach, self.aoa),
+        }
+    }
+}
+
+/// The q-LSKUM solver on one cloud.
+pub struct Lskum {
+    pub params: LskumParams,
+    pub cloud: Cloud,
+    set: Settings,
+    st: State,
+    step: u64,
+    /// Residual norm of iteration 2 (reference of the residue).
+    res_ref: f64,
+    /// Residual norm of the last iteration.
+    res_last: f64,
+    /// log10(res_last / res_ref), 0 for the first two iterations.
+    residue: f64,
+    /// Seconds spent in the iterations (for RDP).
+    pub wall_seconds: f64,
+}
+
+impl Lskum {
+    /// Load the cloud of `p` and start from the free stream.
+    pub fn new(p: &LskumParams) -> Result<Self> {
+        let cloud = cloud::load(&p.cloud, p.format)?;
+        Ok(Self::with_cloud(p, cloud))
+    }
+
+    pub fn with_cloud(p: &LskumParams, cloud: Cloud) -> Self {
+        let set = p.settings();
+        let st = State::new(cloud.len(), set.winf);
+        Lskum {
+            params: p.clone(),
+            cloud,
+            set,
+            st,
+            step: 0,
+            res_ref: 0.0,
+            res_last: 0.0,
+            residue: 0.0,
+            wall_seconds: 0.0,
+        }
+    }
+
+    /// One pseudo-time iteration.
+    pub fn iterate(&mut self) {
+        let t0 = std::time::Instant::now();
+        let res = scheme::iterate(&self.cloud, &mut self.st, &self.set);
+        self.step += 1;
+        self.res_last = res;
+        if self.step <= 2 {
+            self.residue = 0.0;
+            if self.step == 2 {
+                self.res_ref = res;
+            }
+        } else {
+            self.residue = (res / self.res_ref).log10();
+        }
+        self.wall_seconds += t0.elapsed().as_secs_f64();
+    }
+
+    pub fn iterations(&self) -> u64 {
+        self.step
+    }
+    /// log10 of the residual relative to iteration 2 (0 for iterations 1 and 2).
+    pub fn residue(&self) -> f64 {
+        self.residue
+    }
+    pub fn residual_norm(&self) -> f64 {
+        self.res_last
+    }
+    /// Primitive state (rho, u, v, p) per point.
+    pub fn prim(&self) -> &[V4] {
+        &self.st.prim
+    }
+    pub fn free_stream(&self) -> V4 {
+        self.set.winf
+    }
+
+    /// (C_l, C_d, C_m) over the given points.
+    pub fn coefficients_of(&self, which: ForcePoints) -> (f64, f64, f64) {
+        scheme::coefficients(&self.cloud, &self.st.prim, self.params.mach, self.params.aoa, which)
+    }
+
+    /// (C_l, C_d, C_m) with the configured point set.
+    pub fn coefficients(&self) -> (f64, f64, f64) {
+        self.coefficients_of(match self.params.forces {
+            ForceSet::Wall => ForcePoints::Wall,
+            ForceSet::Shape => ForcePoints::Shape,
+        })
+    }
+
+    /// Standard pressure coefficient at point i.
+    pub fn cp(&self, i: usize) -> f64 {
+        kernels::cp(self.st.prim[i][3], 1.0 / kernels::GAMMA, 1.0, self.params.mach)
+    }
+
+    /// Wall points (flag_1 = 0) in cloud order.
+    pub fn wall_points(&self) -> Vec<usize> {
+        (0..self.cloud.len()).filter(|&i| self.cloud.flag[i] == cloud::WALL).collect()
+    }
+}
+
+// ---- driver interface ----
+
+use crate::real::{Precision, Values};
+use crate::solver::{Grid, NonFinite, OutField, Solver, StateArray, take_array};
+
+const COMPONENTS: [&str; 4] = ["rho", "u", "v", "p"];
+
+impl Lskum {
+    /// Wall C_p as CSV: `point,x,y,cp,minus_cp` (point 1-based, standard C_p sign).
+    pub fn wall_cp_csv(&self) -> String {
+        let mut s = String::from("point,x,y,cp,minus_cp\n");
+        for i in self.wall_points() {
+            let cp = self.cp(i);
+            s += &format!("{},{:.17e},{:.17e},{:.17e},{:.17e}\n", i + 1, self.cloud.x[i], self.cloud.y[i], cp, -cp);
+        }
+        s
+    }
+
+    fn counts(&self) -> (usize, usize, usize) {
+        let f = |t| self.cloud.flag.iter().filter(|&&x| x == t).count();
+        (f(cloud::WALL), f(cloud::INTERIOR), f(cloud::OUTER))
+    }
+
+    /// Seconds per point-iteration of the iterations run so far.
+    pub fn rdp(&self) -> f64 {
+        if self.step == 0 { 0.0 } else { self.wall_seconds / (self.step as f64 * self.cloud.len() as f64) }
+    }
+}
+
+impl Solver for Lskum {
+    fn kind(&self) -> &'static str {
+        "lskum"
+    }
+    fn precision(&self) -> Precision {
+        Precision::F64
+    }
+    fn step(&self) -> u64 {
+        self.step
+    }
+    /// The iteration count (pseudo-time: every point has its own local time step).
+    fn time(&self) -> f64 {
+        self.step as f64
+    }
+    fn dt(&self) -> f64 {
+        1.0
+    }
+    fn advance(&mut self, _dt: f64) -> Result<()> {
+        self.iterate();
+        Ok(())
+    }
+    /// Points as a 1D "grid" of N nodes (used for counts); the geometry is [`Solver::points`].
+    fn grid(&self) -> Grid {
+        Grid { n: [self.cloud.len(), 1], origin: [0.0, 0.0], spacing: [1.0, 1.0] }
+    }
+    fn points(&self) -> Option<Vec<[f64; 2]>> {
+        Some(self.cloud.x.iter().zip(&self.cloud.y).map(|(&x, &y)| [x, y]).collect())
+    }
+    fn output_fields(&self) -> Vec<OutField> {
+        let w = &self.st.prim;
+        let col = |f: &dyn Fn(&V4) -> f64| Values::F64(w.iter().map(f).collect());
+        let p_inf = 1.0 / kernels::GAMMA;
+        let mach = self.params.mach;
+        vec![
+            OutField { name: "rho", components: 1, values: col(&|s| s[0]) },
+            OutField { name: "velocity", components: 3, values: Values::F64(w.iter().flat_map(|s| [s[1], s[2], 0.0]).collect()) },
+            OutField { name: "p", components: 1, values: col(&|s| s[3]) },
+            OutField { name: "Mach", components: 1, values: col(&|s| kernels::mach_number(*s)) },
+            OutField { name: "Cp", components: 1, values: col(&|s| kernels::cp(s[3], p_inf, 1.0, mach)) },
+            OutField {
+                name: "flag",
+                components: 1,
+                values: Values::F64(self.cloud.flag.iter().map(|&f| f as f64).collect()),
+            },
+        ]
+    }
+    fn state(&self) -> Vec<StateArray> {
+        let n = self.cloud.len();
+        let mut v: Vec<StateArray> = (0..4)
+            .map(|m| StateArray {
+                name: COMPONENTS[m].into(),
+                shape: vec![n],
+                values: Values::F64(self.st.prim.iter().map(|s| s[m]).collect()),
+            })
+            .collect();
+        v.push(StateArray { name: "residual_ref".into(), shape: vec![1], values: Values::F64(vec![self.res_ref]) });
+        v.push(StateArray { name: "residual_last".into(), shape: vec![1], values: Values::F64(vec![self.res_last]) });
+        v
+    }
+    fn restore(&mut self, step: u64, _time: f64, mut arrays: Vec<StateArray>) -> Result<()> {
+        let n = self.cloud.len();
+        let mut comps = Vec::with_capacity(4);
+        for name in COMPONENTS {
+            comps.push(take_array::<f64>(&mut arrays, name, &[n])?);
+        }
+        let r_ref = take_array::<f64>(&mut arrays, "residual_ref", &[1])?[0];
+        let r_last = take_array::<f64>(&mut arrays, "residual_last", &[1])?[0];
+        for i in 0..n {
+            self.st.prim[i] = [comps[0][i], comps[1][i], comps[2][i], comps[3][i]];
+        }
+        self.step = step;
+        self.res_ref = r_ref;
+        self.res_last = r_last;
+        self.residue = if step <= 2 { 0.0 } else { (r_last / r_ref).log10() };
+        Ok(())
+    }
+    fn find_non_finite(&self) -> Option<NonFinite> {
+        use rayon::prelude::*;
+        let i = self.st.prim.par_iter().position_first(|s| !s.iter().all(|v| v.is_finite()))?;
+        let m = (0..4).find(|&m| !self.st.prim[i][m].is_finite()).unwrap_or(0);
+        Some(NonFinite { field: COMPONENTS[m], index: vec![i + 1], value: self.st.prim[i][m] })
+    }
+    fn diagnostics(&self) -> Vec<(&'static str, f64)> {
+        let (cl, cd, cm) = self.coefficients();
+        vec![("residue", self.residue), ("residual", self.res_last), ("cl", cl), ("cd", cd), ("cm", cm)]
+    }
+    fn report(&self) -> serde_json::Map<String, serde_json::Value> {
+        let (cl, cd, cm) = self.coefficients();
+        let mut m = serde_json::Map::new();
+        m.insert("reference".into(), "none (steady coefficients; see spec lskum.md 11)".into());
+        m.insert("cl".into(), cl.into());
+        m.insert("cd".into(), cd.into());
+        m.insert("cm".into(), cm.into());
+        m.insert("force_points".into(), format!("{:?}", self.params.forces).to_lowercase().into());
+        // the other convention, for comparisons with the reference codes (spec 10.2)
+        let other = match self.params.forces {
+            ForceSet::Wall => ("shape", ForcePoints::Shape),
+            ForceSet::Shape => ("wall", ForcePoints::Wall),
+        };
+        let (cl2, cd2, cm2) = self.coefficients_of(other.1);
+        m.insert(format!("cl_{}", other.0), cl2.into());
+        m.insert(format!("cd_{}", other.0), cd2.into());
+        m.insert(format!("cm_{}", other.0), cm2.into());
+        m.insert("residue".into(), self.residue.into());
+        m.insert("iterations".into(), self.step.into());
+        m.insert("points".into(), self.cloud.len().into());
+        m.insert("rdp_s".into(), self.rdp().into());
+        m
+    }
+    fn bytes_per_step(&self) -> f64 {
+        // stages x (read prim + write q, read q/derivatives of the stencil once, write R, update)
+        let n = self.cloud.len() as f64;
+        self.set.stages as f64 * n * 8.0 * (8.0 + 8.0 * (1 + self.set.inner_iterations) as f64 + 16.0 + 16.0)
+    }
+    fn describe(&self) -> Vec<String> {
+        let (w, i, o) = self.counts();
+        let links = self.cloud.conn.idx.len();
+        vec![
+            format!(
+                "cloud {} ({}): {} points ({w} wall, {i} interior, {o} outer), {links} links ({:.2} per point)",
+                self.params.cloud.display(),
+                self.params.format.name(),
+                self.cloud.len(),
+                links as f64 / self.cloud.len().max(1) as f64
+            ),
+            format!(
+                "M = {}, alpha = {} deg, CFL = {}, {:?} ({} stage(s)), {} inner iteration(s), K = {}, power = {}",
+                self.params.mach,
+                self.params.aoa,
+                self.params.cfl,
+                self.params.tscheme,
+                self.set.stages,
+                self.params.inner_iterations,
+                self.params.vl_const,
+                self.params.power
+            ),
+            "time = iteration count (local time stepping)".into(),
+        ]
+    }
+    fn converged(&self) -> bool {
+        self.params.residue_drop.is_some_and(|d| self.step > 2 && self.residue <= -d)
+    }
+    fn status(&self) -> Option<String> {
+        let (cl, cd, _) = self.coefficients();
+        Some(format!("residue {:.3}  Cl {:.4}  Cd {:.5}", self.residue, cl, cd))
+    }
+    fn write_results(&self, dir: &std::path::Path) -> Result<()> {
+        crate::io::write_atomic(&dir.join("wall_cp.csv"), self.wall_cp_csv().as_bytes())
+    }
+}
+
+/// Rough bytes of storage for a cloud file (about one point per line), for `sim check`.
+pub fn memory_estimate(p: &LskumParams) -> usize {
+    let lines = std::fs::read(&p.cloud).map(|b| b.iter().filter(|&&c| c == b'\n').count()).unwrap_or(0);
+    // 11 four-component arrays + 2 scalars of state, 5 of geometry, ~16 links in 5 CSR lists
+    lines * (11 * 32 + 2 * 8 + 5 * 8 + 16 * 4 * 2 + 5 * 4)
+}
+
+/// `sim bench lskum`: RDP on a generated quadtree cloud of about `points` points.
+pub fn bench(points: usize, threads: Option<usize>, seconds: f64) -> Result<serde_json::Value> {
+    use crate::error::SimError;
+    if points < 1000 || points > 50_000_000 {
+        return input(format!("--points {points}: choose 1000 .. 50 000 000"));
+    }
+    if !(seconds.is_finite() && seconds > 0.0) {
+        return input(format!("--seconds {seconds}: must be positive"));
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads.unwrap_or(0))
+        .build()
+        .map_err(|e| SimError::Run(format!("cannot start threads: {e}")))?;
+    let t_gen = std::time::Instant::now();
+    let cloud = quadtree::quadtree_points(points, 0.12, mesh::Closure::Scaled, 10.0)?;
+    let gen_s = t_gen.elapsed().as_secs_f64();
+    let p = LskumParams::with_cloud("generated", CloudFormat::Sim, 0.63, 2.0);
+    let n = cloud.len();
+    pool.install(|| {
+        let mut s = Lskum::with_cloud(&p, cloud);
+        let mut t = scheme::Timers::default();
+        // one untimed warm-up iteration
+        s.iterate();
+        let start = std::time::Instant::now();
+        let mut iters = 0u64;
+        while iters < 2 || start.elapsed().as_secs_f64() < seconds {
+            scheme::iterate_timed(&s.cloud, &mut s.st, &s.set, &mut t);
+            iters += 1;
+        }
+        let wall = start.elapsed().as_secs_f64();
+        let share = |x: f64| x / wall;
+        Ok(serde_json::json!({
+            "name": "lskum",
+            "backend": "cpu",
+            "precision": "f64",
+            "threads": rayon::current_num_threads(),
+            "cloud": "generated quadtree NACA 0012",
+            "points": n,
+            "links": s.cloud.conn.idx.len(),
+            "generation_s": gen_s,
+            "settings": "ssprk43, 3 inner iterations, K = 50, CFL 0.5, M 0.63, alpha 2",
+            "iterations": iters,
+            "time_per_iteration_s": wall / iters as f64,
+            "rdp_s": wall / (iters as f64 * n as f64),
+            "share": {
+                "timestep": share(t.timestep),
+                "q_variables": share(t.q_variables),
+                "q_derivatives": share(t.q_derivatives),
+                "flux_residual": share(t.flux_residual),
+                "state_update": share(t.state_update),
+            },
+        }))
+    })
+}
+
+/// Text form of [`bench`].
+pub fn bench_text(v: &serde_json::Value) -> String {
+    let f = |k: &str| v["share"][k].as_f64().unwrap_or(0.0) * 100.0;
+    format!(
+        "lskum on {} ({} points, {} threads): {} iterations, {:.4e} s/iteration, RDP = {:.4e} s\n  \
+         shares: q-derivatives {:.1} %, flux residual {:.1} %, q-variables {:.1} %, state update {:.1} %, time step {:.1} %\n",
+        v["cloud"].as_str().unwrap_or(""),
+        v["points"],
+        v["threads"],
+        v["iterations"],
+        v["time_per_iteration_s"].as_f64().unwrap_or(0.0),
+        v["rdp_s"].as_f64().unwrap_or(0.0),
+        f("q_derivatives"),
+        f("flux_residual"),
+        f("q_variables"),
+        f("state_update"),
+        f("timestep"),
+    )
+}

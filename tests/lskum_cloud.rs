@@ -1,0 +1,186 @@
+//! Point-cloud readers: the shipped formats load, bad files are input errors naming the file
+//! and the line or point.
+
+use sim::SimError;
+use sim::solvers::lskum::cloud::{self, CloudFormat, INTERIOR, OUTER, WALL};
+
+const MESHES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/meshes");
+
+fn legacy_text() -> String {
+    std::fs::read_to_string(format!("{MESHES}/naca0012_9600_legacy.txt")).unwrap()
+}
+
+/// Parse, expect an input error, return its message.
+fn bad(text: &str, format: CloudFormat) -> String {
+    match cloud::parse(text, "bad.txt", format) {
+        Err(SimError::Input(m)) => {
+            assert!(m.starts_with("bad.txt"), "message does not name the file: {m}");
+            m
+        }
+        Err(e) => panic!("expected an input error, got {e}"),
+        Ok(_) => panic!("bad cloud accepted"),
+    }
+}
+
+/// Replace line `line` (1-based) of `text`.
+fn with_line(text: &str, line: usize, f: impl Fn(&str) -> String) -> String {
+    text.lines()
+        .enumerate()
+        .map(|(k, l)| if k + 1 == line { f(l) } else { l.to_string() })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn shipped_clouds_load() {
+    let c = cloud::load(format!("{MESHES}/naca0012_9600_legacy.txt").as_ref(), CloudFormat::Legacy).unwrap();
+    assert_eq!(c.len(), 9600);
+    let count = |f| c.flag.iter().filter(|&&x| x == f).count();
+    assert_eq!((count(WALL), count(INTERIOR), count(OUTER)), (159, 9281, 160));
+    // normals from left/right: wall normal at the leading edge points upstream (into the fluid)
+    assert!(c.nx[80] < -0.99, "LE normal {} {}", c.nx[80], c.ny[80]);
+    // far-field normal at the first outer point points outward (+x)
+    assert!(c.nx[9440] > 0.99);
+    let old = cloud::load(format!("{MESHES}/naca0012_9600_oldformat.txt").as_ref(), CloudFormat::Old).unwrap();
+    assert_eq!(old.len(), 9600);
+    assert_eq!(old.x, c.x);
+    assert_eq!(old.y, c.y);
+    assert_eq!(old.conn, c.conn);
+    assert_eq!(old.flag, c.flag);
+    // left/right derived for the surface points match the legacy file
+    for i in 0..9600 {
+        if c.shape[i] > 0 {
+            assert_eq!((old.left[i], old.right[i]), (c.left[i], c.right[i]), "point {}", i + 1);
+        }
+    }
+    let pi = cloud::load(format!("{MESHES}/naca0012_17339_point-input.txt").as_ref(), CloudFormat::PointInput).unwrap();
+    assert_eq!(pi.len(), 17339);
+    assert!(pi.min_dist.iter().all(|&d| d > 0.0));
+}
+
+#[test]
+fn missing_file() {
+    match cloud::load("no/such/cloud.txt".as_ref(), CloudFormat::Legacy) {
+        Err(SimError::Input(m)) => assert!(m.contains("no/such/cloud.txt"), "{m}"),
+        _ => panic!("expected an input error"),
+    }
+}
+
+#[test]
+fn truncated_file() {
+    let t = legacy_text();
+    let short: String = t.lines().take(5001).collect::<Vec<_>>().join("\n");
+    let m = bad(&short, CloudFormat::Legacy);
+    assert!(m.contains("truncated") && m.contains("9600") && m.contains("5000"), "{m}");
+    // cut in the middle of a line: the line ends before its neighbour list
+    let cut = &t[..t.find("\n5.").unwrap_or(t.len() / 2)];
+    let cut = &cut[..cut.rfind(' ').unwrap()];
+    let m = bad(cut, CloudFormat::Legacy);
+    assert!(m.contains("line ends before") || m.contains("truncated"), "{m}");
+}
+
+#[test]
+fn neighbour_index_out_of_range() {
+    let t = with_line(&legacy_text(), 101, |l| format!("{l} "));
+    let t = with_line(&t, 101, |l| {
+        let mut v: Vec<&str> = l.split_whitespace().collect();
+        let last = v.len() - 1;
+        v[last] = "9601";
+        v.join(" ")
+    });
+    let m = bad(&t, CloudFormat::Legacy);
+    assert!(m.contains("bad.txt:101") && m.contains("point 100") && m.contains("9601") && m.contains("out of range"), "{m}");
+}
+
+#[test]
+fn self_neighbour() {
+    let t = with_line(&legacy_text(), 101, |l| {
+        let mut v: Vec<String> = l.split_whitespace().map(String::from).collect();
+        let last = v.len() - 1;
+        v[last] = "100".into();
+        v.join(" ")
+    });
+    let m = bad(&t, CloudFormat::Legacy);
+    assert!(m.contains("point 100") && m.contains("itself"), "{m}");
+}
+
+#[test]
+fn nan_coordinate() {
+    let t = with_line(&legacy_text(), 2001, |l| {
+        let mut v: Vec<&str> = l.split_whitespace().collect();
+        v[1] = "NaN";
+        v.join(" ")
+    });
+    let m = bad(&t, CloudFormat::Legacy);
+    assert!(m.contains("bad.txt:2001") && m.contains("y") && m.contains("finite"), "{m}");
+    let t = with_line(&legacy_text(), 2001, |l| l.replacen(l.split_whitespace().next().unwrap(), "abc", 1));
+    let m = bad(&t, CloudFormat::Legacy);
+    assert!(m.contains("bad.txt:2001") && m.contains("not a number"), "{m}");
+}
+
+#[test]
+fn duplicate_point() {
+    let t = legacy_text();
+    let src: Vec<String> = t.lines().nth(5000).unwrap().split_whitespace().map(String::from).collect();
+    let t = with_line(&t, 5002, |l| {
+        let mut v: Vec<String> = l.split_whitespace().map(String::from).collect();
+        v[0] = src[0].clone();
+        v[1] = src[1].clone();
+        v.join(" ")
+    });
+    let m = bad(&t, CloudFormat::Legacy);
+    assert!(m.contains("point 5001") && m.contains("point 5000") && m.contains("duplicate"), "{m}");
+}
+
+#[test]
+fn singular_and_empty_stencils() {
+    // Point 1 has three collinear neighbours: every least-squares matrix is singular.
+    let t = "4\n0 0 0 0 1 0 1.0 3 2 3 4\n1 0 0 0 1 0 1.0 1 1\n2 0 0 0 1 0 1.0 1 1\n-1 0 0 0 1 0 1.0 1 1\n";
+    let m = bad(t, CloudFormat::Legacy);
+    assert!(m.contains("bad.txt:2: point 1") && m.contains("singular"), "{m}");
+    // Point 1 has neighbours only at x > 0: its x+ stencil (ds <= 0) is empty.
+    let t = "3\n0 0 0 0 1 0 1.0 2 2 3\n1 1 0 0 1 0 1.0 1 1\n1 -1 0 0 1 0 1.0 1 1\n";
+    let m = bad(t, CloudFormat::Legacy);
+    assert!(m.contains("point 1") && m.contains("x+") && m.contains("empty"), "{m}");
+}
+
+#[test]
+fn header_and_counts() {
+    let t = legacy_text().replacen("9600", "9599", 1);
+    let m = bad(&t, CloudFormat::Legacy);
+    assert!(m.contains("more point lines than the 9599"), "{m}");
+    // a line with the wrong neighbour count
+    let t = with_line(&legacy_text(), 3, |l| format!("{l} 17"));
+    let m = bad(&t, CloudFormat::Legacy);
+    assert!(m.contains("bad.txt:3") && m.contains("extra"), "{m}");
+    // the old format needs flags 1..3
+    let old = std::fs::read_to_string(format!("{MESHES}/naca0012_9600_oldformat.txt")).unwrap();
+    let t = with_line(&old, 10, |l| {
+        let mut v: Vec<&str> = l.split_whitespace().collect();
+        v[6] = "0";
+        v.join(" ")
+    });
+    let m = bad(&t, CloudFormat::Old);
+    assert!(m.contains("bad.txt:10") && m.contains("flag_1"), "{m}");
+    // wrong format for the file
+    let m = bad(&legacy_text(), CloudFormat::Old);
+    assert!(m.contains("bad.txt:2"), "{m}");
+}
+
+#[test]
+fn generated_cloud_round_trips_through_both_writers() {
+    use sim::solvers::lskum::mesh::{OGrid, ogrid};
+    let g = ogrid(&OGrid { ni: 64, nj: 24, ..Default::default() }).unwrap();
+    let dir = std::env::temp_dir().join(format!("sim_cloud_rt_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (name, format) in [("a.txt", CloudFormat::Sim), ("b.txt", CloudFormat::Legacy)] {
+        let path = dir.join(name);
+        if format == CloudFormat::Sim { g.write_sim(&path).unwrap() } else { g.write_legacy(&path).unwrap() }
+        let r = cloud::load(&path, format).unwrap();
+        assert_eq!((&r.x, &r.y, &r.conn, &r.flag, &r.left, &r.right), (&g.x, &g.y, &g.conn, &g.flag, &g.left, &g.right));
+        assert_eq!(r.min_dist, g.min_dist);
+        assert_eq!((&r.nx, &r.ny), (&g.nx, &g.ny));
+        assert_eq!((&r.xpos, &r.xneg, &r.ypos, &r.yneg), (&g.xpos, &g.xneg, &g.ypos, &g.yneg));
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}

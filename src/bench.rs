@@ -59,8 +59,10 @@ pub fn bench(o: &BenchOptions) -> Result<serde_json::Value> {
 fn run<T: Real>(o: &BenchOptions) -> Result<serde_json::Value> {
     let (nx, ny) = if o.name == "heat1d" { (o.size, 1) } else { (o.size, o.size) };
     let n = nx * ny;
-    let mut a: Vec<T> = (0..n).into_par_iter().map(|k| T::of((k % 7) as f64 * 0.1)).collect();
-    let mut b: Vec<T> = vec![T::zero(); n];
+    // The same buffer placement as the heat solver (see crate::padded).
+    let mut a = crate::padded::Padded::<T>::zeros(n, 0);
+    a.par_iter_mut().enumerate().for_each(|(k, x)| *x = T::of((k % 7) as f64 * 0.1));
+    let mut b = crate::padded::Padded::<T>::zeros(n, crate::solvers::heat::NEXT_SLOT);
     let bytes = 2.0 * n as f64 * T::PRECISION.bytes() as f64;
     let r = T::of(0.2);
     let copy = time_loop(o.seconds, || {

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::case::positive;
 use crate::error::{Result, input};
+use crate::padded::Padded;
 use crate::real::{Precision, Real};
 use crate::solver::{Grid, NonFinite, OutField, Solver, StateArray, first_non_finite, take_array};
 use crate::solvers::Device;
@@ -62,6 +63,9 @@ fn default_t0() -> f64 {
 fn default_domain() -> [f64; 2] {
     [-1.0, 1.0]
 }
+
+/// Alias slot of the second buffer (slot 0 is the first): 2 KiB apart modulo 4 KiB.
+pub const NEXT_SLOT: usize = 4;
 
 /// Largest node count per axis we accept (memory is reported by `sim check`).
 const MAX_N_1D: usize = 1 << 30;
@@ -146,9 +150,10 @@ pub struct Heat<T: Real> {
     dt: f64,
     exact: Exact,
     /// The field; on a GPU the host copy, refreshed by `sync`.
-    temp: Vec<T>,
-    /// The buffer the next CPU step writes (empty on a GPU).
-    next: Vec<T>,
+    temp: Padded<T>,
+    /// The buffer the next CPU step writes (empty on a GPU). The two buffers sit 2 KiB apart
+    /// modulo 4 KiB, so loads of one never falsely alias stores to the other.
+    next: Padded<T>,
     gpu: Option<Box<cuda::HeatCuda<T>>>,
     backend: String,
     step: u64,
@@ -173,9 +178,10 @@ impl<T: Real> Heat<T> {
 
     fn new(kind: &'static str, grid: Grid, r: f64, r_limit: f64, a: f64, exact: Exact) -> Self {
         let dx = grid.spacing[0];
-        let mut temp = sample(&grid, |x, y| exact.value(x, y, 0.0));
+        let mut temp = Padded::zeros(grid.nodes(), 0);
+        temp.copy_from_slice(&sample::<T>(&grid, |x, y| exact.value(x, y, 0.0)));
         zero_boundary(&mut temp, grid.n[0]);
-        let next = vec![T::zero(); temp.len()];
+        let next = Padded::zeros(grid.nodes(), NEXT_SLOT);
         let dt = r * dx * dx / a;
         Heat { kind, grid, r, r_limit, dt, exact, temp, next, gpu: None, backend: "cpu".into(), step: 0, time: 0.0 }
     }
@@ -184,7 +190,7 @@ impl<T: Real> Heat<T> {
     pub fn on(mut self, device: &Device) -> Result<Self> {
         if let Device::Cuda(gpu, opts) = device {
             self.gpu = Some(Box::new(cuda::HeatCuda::new(gpu, opts, &self.grid, &self.temp)?));
-            self.next = Vec::new();
+            self.next = Padded::zeros(0, NEXT_SLOT);
             let variant = if self.grid.n[1] == 1 { "1d" } else { opts.variant.name() };
             self.backend = format!("cuda ({}, {variant} {}x{})", gpu.name, opts.block[0], opts.block[1]);
         }
@@ -306,17 +312,18 @@ impl<T: Real> Solver for Heat<T> {
     fn output_fields(&self) -> Vec<OutField> {
         let exact: Vec<T> = sample(&self.grid, |x, y| self.exact.value(x, y, self.time));
         vec![
-            OutField { name: "T", components: 1, values: T::wrap(self.temp.clone()) },
+            OutField { name: "T", components: 1, values: T::wrap(self.temp.to_vec()) },
             OutField { name: "T_exact", components: 1, values: T::wrap(exact) },
         ]
     }
 
     fn state(&self) -> Vec<StateArray> {
-        vec![StateArray { name: "T".into(), shape: self.shape(), values: T::wrap(self.temp.clone()) }]
+        vec![StateArray { name: "T".into(), shape: self.shape(), values: T::wrap(self.temp.to_vec()) }]
     }
 
     fn restore(&mut self, step: u64, time: f64, mut arrays: Vec<StateArray>) -> Result<()> {
-        self.temp = take_array::<T>(&mut arrays, "T", &self.shape())?;
+        let t = take_array::<T>(&mut arrays, "T", &self.shape())?;
+        self.temp.copy_from_slice(&t);
         if let Some(gpu) = &mut self.gpu {
             gpu.upload(&self.temp)?;
         }

@@ -1,0 +1,58 @@
+//! Field arrays placed at chosen offsets modulo 4 KiB, shared by the grid solvers.
+
+use crate::real::Real;
+
+/// A field array whose start address is placed at a chosen offset modulo 4 KiB.
+///
+/// With a power-of-two row length every row of every array starts at the same address
+/// modulo 4 KiB, so the 16 streams of a fused substep all compete for the same L1 sets
+/// (and loads falsely alias earlier stores). Giving each array its own offset spreads
+/// them; the slice itself is an ordinary row-major array.
+pub struct Padded<T> {
+    buf: Vec<T>,
+    off: usize,
+    len: usize,
+    slot: usize,
+}
+
+/// Byte offsets modulo 4 KiB are `slot * 512`.
+const ALIAS_PERIOD: usize = 4096;
+const SLOT_BYTES: usize = 512;
+
+impl<T: Real> Padded<T> {
+    pub fn zeros(len: usize, slot: usize) -> Self {
+        let size = std::mem::size_of::<T>();
+        let buf = vec![T::zero(); len + ALIAS_PERIOD / size];
+        let addr = buf.as_ptr() as usize;
+        let target = (slot * SLOT_BYTES) % ALIAS_PERIOD;
+        let off = ((target + ALIAS_PERIOD - addr % ALIAS_PERIOD) % ALIAS_PERIOD) / size;
+        Padded { buf, off, len, slot }
+    }
+}
+
+impl<T> std::ops::Deref for Padded<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        &self.buf[self.off..self.off + self.len]
+    }
+}
+
+impl<T> std::ops::DerefMut for Padded<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        &mut self.buf[self.off..self.off + self.len]
+    }
+}
+
+impl<T: Real> Clone for Padded<T> {
+    fn clone(&self) -> Self {
+        let mut c = Padded::zeros(self.len, self.slot);
+        c.copy_from_slice(self);
+        c
+    }
+}
+
+impl<T: std::fmt::Debug> std::fmt::Debug for Padded<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Padded").field("len", &self.len).field("off", &self.off).finish()
+    }
+}

@@ -14,5 +14,7 @@ pub mod real;
 pub mod run;
 pub mod solver;
 pub mod solvers;
+#[cfg(test)]
+mod testing;
 
 pub use error::{Result, SimError};

@@ -92,16 +92,7 @@ pub fn copy2d<T: Real>(src: &[T], dst: &mut [T], nx: usize) {
 mod tests {
     use super::*;
 
-    /// Deterministic pseudo-random values in [0, 1).
-    fn noise(n: usize, seed: u64) -> Vec<f64> {
-        let mut x = seed;
-        (0..n)
-            .map(|_| {
-                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                (x >> 11) as f64 / (1u64 << 53) as f64
-            })
-            .collect()
-    }
+    use crate::testing::noise;
 
     #[test]
     fn ftcs1d_matches_plain_loop() {

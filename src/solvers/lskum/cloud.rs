@@ -542,54 +542,45 @@ impl Cloud {
 
     /// Write the cloud in the legacy solver format (F5, with header; min_dist in full precision).
     pub fn write_legacy(&self, path: &Path) -> Result<()> {
-        use std::fmt::Write as _;
-        let mut s = String::with_capacity(self.len() * 100);
-        let _ = writeln!(s, "{}", self.len());
-        let one = |v: u32| if v == NONE { 0 } else { v as u64 + 1 };
-        for i in 0..self.len() {
-            let _ = write!(
-                s,
-                "{:?} {:?} {} {} {} {} {:.17e} {}",
-                self.x[i],
-                self.y[i],
-                one(self.left[i]),
-                one(self.right[i]),
-                self.flag[i],
-                self.shape[i],
-                self.min_dist[i],
-                self.conn.of(i).len()
-            );
-            for &k in self.conn.of(i) {
-                let _ = write!(s, " {}", k + 1);
-            }
-            s.push('\n');
-        }
-        crate::io::write_atomic(path, s.as_bytes())
+        self.write_text(path, &[], false)
     }
 
     /// Write the cloud in the `sim` text format.
     pub fn write_sim(&self, path: &Path) -> Result<()> {
+        let header = [
+            "# sim point cloud v1",
+            "# x y left right flag_1(0 wall, 1 interior, 2 outer) flag_2 nx ny min_dist nbhs conn... (1-based)",
+        ];
+        self.write_text(path, &header, true)
+    }
+
+    /// One line per point: `x y left right flag_1 flag_2 [nx ny] min_dist nbhs conn...`
+    /// (1-based indices), after the `header` lines and the point count.
+    fn write_text(&self, path: &Path, header: &[&str], normals: bool) -> Result<()> {
         use std::fmt::Write as _;
         let mut s = String::with_capacity(self.len() * 120);
-        let _ = writeln!(s, "# sim point cloud v1");
-        let _ = writeln!(s, "# x y left right flag_1(0 wall, 1 interior, 2 outer) flag_2 nx ny min_dist nbhs conn... (1-based)");
+        for line in header {
+            let _ = writeln!(s, "{line}");
+        }
         let _ = writeln!(s, "{}", self.len());
         let one = |v: u32| if v == NONE { 0 } else { v as u64 + 1 };
         for i in 0..self.len() {
             let _ = write!(
                 s,
-                "{:?} {:?} {} {} {} {} {:?} {:?} {:?} {}",
+                "{:?} {:?} {} {} {} {}",
                 self.x[i],
                 self.y[i],
                 one(self.left[i]),
                 one(self.right[i]),
                 self.flag[i],
-                self.shape[i],
-                self.nx[i],
-                self.ny[i],
-                self.min_dist[i],
-                self.conn.of(i).len()
+                self.shape[i]
             );
+            if normals {
+                let _ = write!(s, " {:?} {:?} {:?}", self.nx[i], self.ny[i], self.min_dist[i]);
+            } else {
+                let _ = write!(s, " {:.17e}", self.min_dist[i]);
+            }
+            let _ = write!(s, " {}", self.conn.of(i).len());
             for &k in self.conn.of(i) {
                 let _ = write!(s, " {}", k + 1);
             }

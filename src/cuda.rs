@@ -16,7 +16,8 @@ use crate::real::Precision;
 /// Header compiled in front of every kernel file.
 pub const COMMON: &str = include_str!("../kernels/common.cuh");
 /// Kernel files, by name.
-pub const KERNELS: &[(&str, &str)] = &[("heat", include_str!("../kernels/heat.cu"))];
+pub const KERNELS: &[(&str, &str)] =
+    &[("heat", include_str!("../kernels/heat.cu")), ("cavity", include_str!("../kernels/cavity.cu"))];
 
 /// `gpu:` section of a case: kernel variant and block shape.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

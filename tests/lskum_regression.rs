@@ -104,13 +104,15 @@ fn fser_ssprk43_30_iterations() {
     eprintln!("fser 30 it: max |residue diff| {mr:e}, max |coefficient diff| {mc:e}");
 }
 
-/// Long validation (spec 11.3, about an hour on one core): 20 000 iterations of the settings of
-/// 11.2; acceptance |C_l - 0.35073| < 1e-3, |C_d + 0.00502| < 3e-4 (wall points), residue
-/// <= -3.5; the residue history is also compared with the reference run at a few iterations.
+/// Long validation (spec 11.3, about an hour on one core): the settings of 11.2 on the 9600
+/// cloud. The residue is compared with the reference run (to 1e-8) at every 1000th of its
+/// 20 000 iterations (the reference reaches -3.78 there); the run then goes on until the
+/// residue has dropped by 4 decades (about 22 000 iterations, at most 30 000). Acceptance:
+/// |C_l - 0.35073| < 1e-3, |C_d + 0.00502| < 3e-4 (wall points).
 /// Run with `cargo test --release --test lskum_regression -- --ignored long_validation`.
 #[test]
 #[ignore]
-fn long_validation_9600_20000_iterations() {
+fn long_validation_9600_four_decades() {
     let p = LskumParams::with_cloud(format!("{MESHES}/naca0012_9600_legacy.txt"), CloudFormat::Legacy, 0.63, 2.0);
     let mut s = Lskum::new(&p).unwrap();
     let r = numbers(&format!("{DATA}/fser_ssprk43_9600_residue.txt"));
@@ -124,23 +126,32 @@ fn long_validation_9600_20000_iterations() {
                 s.residue(),
                 reference.get(&it).copied().unwrap_or(f64::NAN)
             );
+            // A full run earlier agreed with all 2090 printed values to 6.3e-11.
+            if let Some(&r) = reference.get(&it) {
+                assert!((s.residue() - r).abs() < 1e-8, "iteration {it}: residue {} vs reference {r}", s.residue());
+            }
         }
     }
-    let (cl, cd, _) = s.coefficients();
-    assert!(s.residue() <= -3.5, "residue {}", s.residue());
+    while s.residue() > -4.0 && s.iterations() < 30_000 {
+        s.iterate();
+    }
+    let (cl, cd, cm) = s.coefficients();
+    eprintln!("{}: residue {:.4}  C_l {cl:.6}  C_d {cd:.6}  C_m {cm:.6}", s.iterations(), s.residue());
+    assert!(s.residue() <= -4.0, "residue {} after {} iterations", s.residue(), s.iterations());
     assert!((cl - 0.35073).abs() < 1e-3, "C_l {cl}");
     assert!((cd + 0.00502).abs() < 3e-4, "C_d {cd}");
 }
 
 /// Refinement (spec 11.3/11.4, subcritical flow, exact C_d = 0): on generated O-grid clouds of
-/// 160 x 60 and 320 x 120 points converged by 3 decades, |C_d| falls with refinement.
-/// Several hours on one core; run with `-- --ignored refinement`.
+/// 80 x 30 and 160 x 60 points (first spacing halved with the spacing) converged by 3
+/// decades, |C_d| falls with refinement. About half an hour on one core; run with
+/// `-- --ignored refinement`. (A 320 x 120 level takes hours; see the README.)
 #[test]
 #[ignore]
 fn refinement_drag_falls() {
     use sim::solvers::lskum::mesh::{OGrid, ogrid};
     let mut cds = Vec::new();
-    for (ni, nj, h) in [(160, 60, 2e-3), (320, 120, 1e-3)] {
+    for (ni, nj, h) in [(80, 30, 4e-3), (160, 60, 2e-3)] {
         let cloud = ogrid(&OGrid { ni, nj, first_spacing: h, ..Default::default() }).unwrap();
         let p = LskumParams::with_cloud("generated", CloudFormat::Sim, 0.63, 2.0);
         let mut s = Lskum::with_cloud(&p, cloud);

@@ -163,3 +163,22 @@ fn vtu_output_reads_back() {
     }
     let _ = std::fs::remove_dir_all(d);
 }
+
+#[test]
+fn rdp_counts_only_the_iterations_of_this_process() {
+    use sim::solver::Solver;
+    use sim::solvers::lskum::mesh::{OGrid, ogrid};
+    use sim::solvers::lskum::{CloudFormat, Lskum, LskumParams};
+    let cloud = ogrid(&OGrid { ni: 40, nj: 15, first_spacing: 8e-3, ..Default::default() }).unwrap();
+    let p = LskumParams::with_cloud("generated", CloudFormat::Sim, 0.63, 2.0);
+    let mut a = Lskum::with_cloud(&p, cloud.clone());
+    for _ in 0..4 {
+        a.iterate();
+    }
+    let mut b = Lskum::with_cloud(&p, cloud);
+    b.restore(a.step(), a.time(), a.state()).unwrap();
+    b.iterate();
+    // One timed iteration in this process, although the run is at iteration 5.
+    assert_eq!(b.iterations(), 5);
+    assert_eq!(b.rdp(), b.wall_seconds / b.cloud.len() as f64);
+}

@@ -21,7 +21,7 @@ pub enum Device {
 
 /// Whether the solver of `case` has CUDA kernels.
 pub fn has_cuda(case: &Case) -> bool {
-    matches!(case.solver, SolverCase::Heat1d(_) | SolverCase::Heat2d(_))
+    matches!(case.solver, SolverCase::Heat1d(_) | SolverCase::Heat2d(_) | SolverCase::Cavity(_))
 }
 
 /// The device a run uses for `requested`, and a note for the user when `auto` chose.
@@ -61,8 +61,8 @@ pub fn build_on(case: &Case, precision: Precision, device: &Device) -> Result<Bo
         (SolverCase::Heat1d(p), Precision::F64) => Box::new(heat::Heat::<f64>::heat1d(p).on(device)?),
         (SolverCase::Heat2d(p), Precision::F32) => Box::new(heat::Heat::<f32>::heat2d(p).on(device)?),
         (SolverCase::Heat2d(p), Precision::F64) => Box::new(heat::Heat::<f64>::heat2d(p).on(device)?),
-        (SolverCase::Cavity(p), Precision::F32) => Box::new(cavity::Cavity::<f32>::new(p)),
-        (SolverCase::Cavity(p), Precision::F64) => Box::new(cavity::Cavity::<f64>::new(p)),
+        (SolverCase::Cavity(p), Precision::F32) => Box::new(cavity::Cavity::<f32>::new(p).on(device)?),
+        (SolverCase::Cavity(p), Precision::F64) => Box::new(cavity::Cavity::<f64>::new(p).on(device)?),
         (SolverCase::Lskum(p), Precision::F64) => Box::new(lskum::Lskum::new(p)?),
         (SolverCase::Lskum(_), Precision::F32) => {
             return crate::error::input("precision: the lskum solver runs in f64 only");

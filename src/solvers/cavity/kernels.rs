@@ -427,6 +427,26 @@ pub fn walls<T: Real>(u: &mut [T], v: &mut [T], p: &mut [T], nx: usize, u0: T) {
     p[top + nx - 1] = half * (p[top + nx - 2] + p[top - 1]);
 }
 
+/// The sum [`Fields::step_with_change`] returns, from `u` before and after a step computed
+/// elsewhere (the GPU): per interior row the squared changes of interior nodes in order, then
+/// the row sums in order, so both give the same bits.
+pub fn squared_change<T: Real>(before: &[T], after: &[T], nx: usize, partials: &mut [f64]) -> f64 {
+    let ny = after.len() / nx;
+    assert!(before.len() == after.len() && partials.len() == ny);
+    partials.par_iter_mut().enumerate().for_each(|(j, part)| {
+        *part = 0.0;
+        if j == 0 || j == ny - 1 {
+            return;
+        }
+        let (b, a) = (&before[j * nx + 1..(j + 1) * nx - 1], &after[j * nx + 1..(j + 1) * nx - 1]);
+        for k in 0..a.len() {
+            let d = (a[k] - b[k]).f64();
+            *part += d * d;
+        }
+    });
+    partials.iter().sum()
+}
+
 /// Largest `|a - a_snap|` and `|b - b_snap|` over all nodes, then `*_snap <- *`; row-parallel,
 /// the result does not depend on the thread count (max is exact).
 pub fn change_and_snapshot<T: Real>(a: &[T], b: &[T], a_snap: &mut [T], b_snap: &mut [T], nx: usize) -> f64 {
@@ -616,6 +636,7 @@ mod tests {
         let s = f.step_with_change(&c);
         g.step(&c);
         assert_eq!(f.u[..], g.u[..], "the reducing corrector computes the same step");
+        assert_eq!(s.to_bits(), squared_change(&before, &f.u, nx, &mut vec![0.0; ny]).to_bits(), "the GPU path's sum");
         let mut want = 0.0;
         for j in 1..ny - 1 {
             let mut row = 0.0;

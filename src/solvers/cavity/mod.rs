@@ -10,6 +10,7 @@
 //! At the end the centreline profiles are compared with Ghia et al. (1982) and, where
 //! tabulated, Erturk et al. (2005) (tables embedded from `reference/`).
 
+pub mod cuda;
 pub mod kernels;
 
 use rayon::prelude::*;
@@ -18,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use crate::case::positive;
 use crate::error::{Result, SimError, input};
 use crate::real::{Precision, Real};
+use crate::solvers::Device;
 use crate::solver::{Grid, NonFinite, OutField, Solver, StateArray, first_non_finite, take_array};
 
 use kernels::{Coeffs, Fields};
@@ -299,6 +301,11 @@ pub struct Cavity<T: Real> {
     /// first step and at the latest residual check.
     du2_first: f64,
     du2_last: f64,
+    /// The fields on a GPU (then `fields` is the host copy, refreshed by `sync` and at the
+    /// residual checks), and `u` before a step whose change is summed.
+    gpu: Option<Box<cuda::CavityCuda<T>>>,
+    u_before: Vec<T>,
+    backend: String,
     step: u64,
     time: f64,
 }
@@ -325,9 +332,27 @@ impl<T: Real> Cavity<T> {
             converged: false,
             du2_first: f64::NAN,
             du2_last: f64::NAN,
+            gpu: None,
+            u_before: Vec::new(),
+            backend: "cpu".into(),
             step: 0,
             time: 0.0,
         }
+    }
+
+    /// Move the fields to `device` (the CPU keeps them where they are).
+    pub fn on(mut self, device: &Device) -> Result<Self> {
+        if let Device::Cuda(gpu, opts) = device {
+            let [nx, ny] = self.grid.n;
+            let f = &self.fields;
+            self.gpu = Some(Box::new(cuda::CavityCuda::new(gpu, opts, nx, ny, &f.u, &f.v, &f.p)?));
+            // The starred arrays live on the device only.
+            for a in [&mut self.fields.us, &mut self.fields.vs, &mut self.fields.ps] {
+                *a = kernels::Padded::zeros(0, 0);
+            }
+            self.backend = format!("cuda ({}, {} {}x{})", gpu.name, opts.variant.name(), opts.block[0], opts.block[1]);
+        }
+        Ok(self)
     }
 
     pub fn params(&self) -> &CavityParams {
@@ -466,14 +491,32 @@ impl<T: Real> Solver for Cavity<T> {
         };
         let k = self.params.residual.every;
         let next = self.step + 1;
-        if next == 1 || next.is_multiple_of(k) {
-            let du2 = self.fields.step_with_change(c);
+        let summed = next == 1 || next.is_multiple_of(k);
+        let du2 = match &mut self.gpu {
+            None if summed => Some(self.fields.step_with_change(c)),
+            None => {
+                self.fields.step(c);
+                None
+            }
+            Some(gpu) if summed => {
+                // The residual check and the change need u before and all fields after.
+                self.u_before.resize(self.fields.u.len(), T::zero());
+                gpu.download_u(&mut self.u_before)?;
+                gpu.step(c)?;
+                let f = &mut self.fields;
+                gpu.download(&mut f.u, &mut f.v, &mut f.p)?;
+                Some(kernels::squared_change(&self.u_before, &f.u, f.nx, &mut f.partials))
+            }
+            Some(gpu) => {
+                gpu.step(c)?;
+                None
+            }
+        };
+        if let Some(du2) = du2 {
             if next == 1 {
                 self.du2_first = du2;
             }
             self.du2_last = du2;
-        } else {
-            self.fields.step(c);
         }
         self.step = next;
         self.time += dt;
@@ -481,6 +524,17 @@ impl<T: Real> Solver for Cavity<T> {
             self.check_residual();
         }
         Ok(())
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        match &self.gpu {
+            Some(gpu) => gpu.download(&mut self.fields.u, &mut self.fields.v, &mut self.fields.p),
+            None => Ok(()),
+        }
+    }
+
+    fn backend(&self) -> String {
+        self.backend.clone()
     }
 
     fn grid(&self) -> Grid {
@@ -534,6 +588,9 @@ impl<T: Real> Solver for Cavity<T> {
         self.fields.u.copy_from_slice(&u);
         self.fields.v.copy_from_slice(&v);
         self.fields.p.copy_from_slice(&p);
+        if let Some(gpu) = &mut self.gpu {
+            gpu.upload(&self.fields.u, &self.fields.v, &self.fields.p)?;
+        }
         self.u_snap = us;
         self.v_snap = vs;
         self.t_snap = r[0];

@@ -207,8 +207,10 @@ pub struct Lskum {
     res_last: f64,
     /// log10(res_last / res_ref), 0 for the first two iterations.
     residue: f64,
-    /// Seconds spent in the iterations (for RDP).
+    /// Seconds spent in the iterations of this process, and their count (for RDP; a restart
+    /// starts both afresh).
     pub wall_seconds: f64,
+    timed_iterations: u64,
 }
 
 impl Lskum {
@@ -231,6 +233,7 @@ impl Lskum {
             res_last: 0.0,
             residue: 0.0,
             wall_seconds: 0.0,
+            timed_iterations: 0,
         }
     }
 
@@ -249,6 +252,7 @@ impl Lskum {
             self.residue = (res / self.res_ref).log10();
         }
         self.wall_seconds += t0.elapsed().as_secs_f64();
+        self.timed_iterations += 1;
     }
 
     pub fn iterations(&self) -> u64 {
@@ -316,9 +320,10 @@ impl Lskum {
         (f(cloud::WALL), f(cloud::INTERIOR), f(cloud::OUTER))
     }
 
-    /// Seconds per point-iteration of the iterations run so far.
+    /// Seconds per point-iteration of the iterations this process has run.
     pub fn rdp(&self) -> f64 {
-        if self.step == 0 { 0.0 } else { self.wall_seconds / (self.step as f64 * self.cloud.len() as f64) }
+        let n = self.timed_iterations as f64 * self.cloud.len() as f64;
+        if n == 0.0 { 0.0 } else { self.wall_seconds / n }
     }
 }
 

@@ -1,0 +1,137 @@
+//! The cavity step on a CUDA device: the kernels of `kernels/cavity.cu`, which mirror
+//! `kernels.rs` expression for expression. Stage order and boundary conditions are the same
+//! as [`super::kernels::Fields::step`]: predictor, walls, corrector (in place), walls.
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+
+use super::kernels::Coeffs;
+use crate::cuda::{Gpu, GpuOptions, Variant, driver_err};
+use crate::error::Result;
+use crate::real::Real;
+
+/// Threads per block of the boundary pass.
+const WALL_BLOCK: u32 = 256;
+
+pub struct CavityCuda<T: Real> {
+    stream: Arc<CudaStream>,
+    predictor: CudaFunction,
+    corrector: CudaFunction,
+    walls: CudaFunction,
+    cfg: LaunchConfig,
+    walls_cfg: LaunchConfig,
+    /// Level n (updated in place by the corrector) and the predicted level.
+    u: CudaSlice<T>,
+    v: CudaSlice<T>,
+    p: CudaSlice<T>,
+    us: CudaSlice<T>,
+    vs: CudaSlice<T>,
+    ps: CudaSlice<T>,
+    nx: i32,
+    ny: i32,
+}
+
+impl<T: Real> CavityCuda<T> {
+    /// Upload `u, v, p` (`nx x ny`, x contiguous) and prepare the kernels.
+    pub fn new(gpu: &Gpu, opts: &GpuOptions, nx: usize, ny: usize, u: &[T], v: &[T], p: &[T]) -> Result<Self> {
+        gpu.check_block(opts.block)?;
+        let module = gpu.module("cavity", T::PRECISION, opts.fast_math)?;
+        let [bx, by] = opts.block;
+        let grid_dim = ((nx as u32).div_ceil(bx), (ny as u32).div_ceil(by), 1);
+        let (suffix, shared_mem_bytes) = match opts.variant {
+            Variant::L2 => ("l2", 0),
+            // Three (bx+2) x (by+2) tiles.
+            Variant::Shared => ("shared", 3 * (bx + 2) * (by + 2) * std::mem::size_of::<T>() as u32),
+        };
+        let load = |name: String| module.load_function(&name).map_err(driver_err("loading cavity kernel"));
+        let boundary = 2 * nx + 2 * (ny - 2);
+        let stream = gpu.stream.clone();
+        let up = |x: &[T]| stream.clone_htod(x).map_err(driver_err("upload"));
+        let zeros = || stream.alloc_zeros::<T>(nx * ny).map_err(driver_err("allocation"));
+        Ok(CavityCuda {
+            predictor: load(format!("cavity_predictor_{suffix}"))?,
+            corrector: load(format!("cavity_corrector_{suffix}"))?,
+            walls: load("cavity_walls".into())?,
+            cfg: LaunchConfig { grid_dim, block_dim: (bx, by, 1), shared_mem_bytes },
+            walls_cfg: LaunchConfig {
+                grid_dim: ((boundary as u32).div_ceil(WALL_BLOCK), 1, 1),
+                block_dim: (WALL_BLOCK, 1, 1),
+                shared_mem_bytes: 0,
+            },
+            u: up(u)?,
+            v: up(v)?,
+            p: up(p)?,
+            us: zeros()?,
+            vs: zeros()?,
+            ps: zeros()?,
+            nx: nx as i32,
+            ny: ny as i32,
+            stream,
+        })
+    }
+
+    /// One full step with coefficients `c`.
+    pub fn step(&mut self, c: &Coeffs<T>) -> Result<()> {
+        let scalars = [c.dtdx, c.dtdy, c.nudx2, c.nudy2, c.c2dx, c.c2dy];
+        let (nx, ny) = (self.nx, self.ny);
+        // Predictor: u, v, p -> us, vs, ps.
+        let mut b = self.stream.launch_builder(&self.predictor);
+        b.arg(&self.u).arg(&self.v).arg(&self.p).arg(&mut self.us).arg(&mut self.vs).arg(&mut self.ps);
+        b.arg(&nx).arg(&ny);
+        for s in &scalars {
+            b.arg(s);
+        }
+        // SAFETY: matches cavity_predictor_*(u, v, p, us, vs, ps, nx, ny, dtdx, dtdy, nudx2,
+        // nudy2, c2dx, c2dy) in kernels/cavity.cu; every buffer holds nx*ny elements.
+        unsafe { b.launch(self.cfg) }.map_err(driver_err("cavity predictor launch"))?;
+        Self::walls(&self.stream, &self.walls, self.walls_cfg, [&mut self.us, &mut self.vs, &mut self.ps], nx, ny, c.u0)?;
+        // Corrector: in place on u, v, p from us, vs, ps.
+        let mut b = self.stream.launch_builder(&self.corrector);
+        b.arg(&mut self.u).arg(&mut self.v).arg(&mut self.p).arg(&self.us).arg(&self.vs).arg(&self.ps);
+        b.arg(&nx).arg(&ny);
+        for s in &scalars {
+            b.arg(s);
+        }
+        // SAFETY: as above, for cavity_corrector_*(u, v, p, us, vs, ps, ...).
+        unsafe { b.launch(self.cfg) }.map_err(driver_err("cavity corrector launch"))?;
+        Self::walls(&self.stream, &self.walls, self.walls_cfg, [&mut self.u, &mut self.v, &mut self.p], nx, ny, c.u0)
+    }
+
+    fn walls(
+        stream: &Arc<CudaStream>,
+        f: &CudaFunction,
+        cfg: LaunchConfig,
+        [u, v, p]: [&mut CudaSlice<T>; 3],
+        nx: i32,
+        ny: i32,
+        u0: T,
+    ) -> Result<()> {
+        let mut b = stream.launch_builder(f);
+        b.arg(u).arg(v).arg(p).arg(&nx).arg(&ny).arg(&u0);
+        // SAFETY: matches cavity_walls(u, v, p, nx, ny, u0); the grid covers the
+        // 2 nx + 2 (ny - 2) boundary nodes and the kernel ignores threads beyond them.
+        unsafe { b.launch(cfg) }.map(|_| ()).map_err(driver_err("cavity walls launch"))
+    }
+
+    /// Copy `u` to the host.
+    pub fn download_u(&self, u: &mut [T]) -> Result<()> {
+        self.stream.memcpy_dtoh(&self.u, u).map_err(driver_err("download"))
+    }
+
+    /// Copy `u, v, p` to the host.
+    pub fn download(&self, u: &mut [T], v: &mut [T], p: &mut [T]) -> Result<()> {
+        let e = driver_err("download");
+        self.stream.memcpy_dtoh(&self.u, u).map_err(&e)?;
+        self.stream.memcpy_dtoh(&self.v, v).map_err(&e)?;
+        self.stream.memcpy_dtoh(&self.p, p).map_err(&e)
+    }
+
+    /// Replace `u, v, p` on the device.
+    pub fn upload(&mut self, u: &[T], v: &[T], p: &[T]) -> Result<()> {
+        let e = driver_err("upload");
+        self.stream.memcpy_htod(u, &mut self.u).map_err(&e)?;
+        self.stream.memcpy_htod(v, &mut self.v).map_err(&e)?;
+        self.stream.memcpy_htod(p, &mut self.p).map_err(&e)
+    }
+}

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 
-use super::kernels::Coeffs;
+use super::kernels::{self, Coeffs, Stages};
 use crate::cuda::{Gpu, GpuOptions, Variant, driver_err};
 use crate::error::Result;
 use crate::real::Real;
@@ -71,47 +71,29 @@ impl<T: Real> CavityCuda<T> {
         })
     }
 
-    /// One full step with coefficients `c`.
+    /// One full step with coefficients `c` (the stage order of [`kernels::step`]).
     pub fn step(&mut self, c: &Coeffs<T>) -> Result<()> {
-        let scalars = [c.dtdx, c.dtdy, c.nudx2, c.nudy2, c.c2dx, c.c2dy];
-        let (nx, ny) = (self.nx, self.ny);
-        // Predictor: u, v, p -> us, vs, ps.
-        let mut b = self.stream.launch_builder(&self.predictor);
-        b.arg(&self.u).arg(&self.v).arg(&self.p).arg(&mut self.us).arg(&mut self.vs).arg(&mut self.ps);
-        b.arg(&nx).arg(&ny);
-        for s in &scalars {
-            b.arg(s);
-        }
-        // SAFETY: matches cavity_predictor_*(u, v, p, us, vs, ps, nx, ny, dtdx, dtdy, nudx2,
-        // nudy2, c2dx, c2dy) in kernels/cavity.cu; every buffer holds nx*ny elements.
-        unsafe { b.launch(self.cfg) }.map_err(driver_err("cavity predictor launch"))?;
-        Self::walls(&self.stream, &self.walls, self.walls_cfg, [&mut self.us, &mut self.vs, &mut self.ps], nx, ny, c.u0)?;
-        // Corrector: in place on u, v, p from us, vs, ps.
-        let mut b = self.stream.launch_builder(&self.corrector);
-        b.arg(&mut self.u).arg(&mut self.v).arg(&mut self.p).arg(&self.us).arg(&self.vs).arg(&self.ps);
-        b.arg(&nx).arg(&ny);
-        for s in &scalars {
-            b.arg(s);
-        }
-        // SAFETY: as above, for cavity_corrector_*(u, v, p, us, vs, ps, ...).
-        unsafe { b.launch(self.cfg) }.map_err(driver_err("cavity corrector launch"))?;
-        Self::walls(&self.stream, &self.walls, self.walls_cfg, [&mut self.u, &mut self.v, &mut self.p], nx, ny, c.u0)
+        kernels::step(self, c)
     }
 
-    fn walls(
-        stream: &Arc<CudaStream>,
-        f: &CudaFunction,
-        cfg: LaunchConfig,
-        [u, v, p]: [&mut CudaSlice<T>; 3],
-        nx: i32,
-        ny: i32,
-        u0: T,
-    ) -> Result<()> {
-        let mut b = stream.launch_builder(f);
-        b.arg(u).arg(v).arg(p).arg(&nx).arg(&ny).arg(&u0);
-        // SAFETY: matches cavity_walls(u, v, p, nx, ny, u0); the grid covers the
-        // 2 nx + 2 (ny - 2) boundary nodes and the kernel ignores threads beyond them.
-        unsafe { b.launch(cfg) }.map(|_| ()).map_err(driver_err("cavity walls launch"))
+    /// Launch predictor or corrector `f` on (level n, predicted) with the coefficients of `c`.
+    fn substep(&mut self, predictor: bool, c: &Coeffs<T>) -> Result<()> {
+        let (f, what) = if predictor { (&self.predictor, "predictor") } else { (&self.corrector, "corrector") };
+        let mut b = self.stream.launch_builder(f);
+        // The predictor writes the predicted fields, the corrector level n (in place).
+        if predictor {
+            b.arg(&self.u).arg(&self.v).arg(&self.p).arg(&mut self.us).arg(&mut self.vs).arg(&mut self.ps);
+        } else {
+            b.arg(&mut self.u).arg(&mut self.v).arg(&mut self.p).arg(&self.us).arg(&self.vs).arg(&self.ps);
+        }
+        b.arg(&self.nx).arg(&self.ny);
+        for s in [&c.dtdx, &c.dtdy, &c.nudx2, &c.nudy2, &c.c2dx, &c.c2dy] {
+            b.arg(s);
+        }
+        // SAFETY: matches cavity_{predictor,corrector}_{l2,shared}(u, v, p, us, vs, ps, nx, ny,
+        // dtdx, dtdy, nudx2, nudy2, c2dx, c2dy) in kernels/cavity.cu; every buffer holds nx*ny
+        // elements, and the shared variant gets its three tiles of dynamic shared memory.
+        unsafe { b.launch(self.cfg) }.map(|_| ()).map_err(|e| driver_err(what)(e))
     }
 
     /// Copy `u` to the host.
@@ -133,5 +115,28 @@ impl<T: Real> CavityCuda<T> {
         self.stream.memcpy_htod(u, &mut self.u).map_err(&e)?;
         self.stream.memcpy_htod(v, &mut self.v).map_err(&e)?;
         self.stream.memcpy_htod(p, &mut self.p).map_err(&e)
+    }
+}
+
+impl<T: Real> Stages<T> for CavityCuda<T> {
+    fn predictor(&mut self, c: &Coeffs<T>) -> Result<()> {
+        self.substep(true, c)
+    }
+
+    fn corrector(&mut self, c: &Coeffs<T>) -> Result<()> {
+        self.substep(false, c)
+    }
+
+    fn walls(&mut self, predicted: bool, u0: T) -> Result<()> {
+        let mut b = self.stream.launch_builder(&self.walls);
+        if predicted {
+            b.arg(&mut self.us).arg(&mut self.vs).arg(&mut self.ps);
+        } else {
+            b.arg(&mut self.u).arg(&mut self.v).arg(&mut self.p);
+        }
+        b.arg(&self.nx).arg(&self.ny).arg(&u0);
+        // SAFETY: matches cavity_walls(u, v, p, nx, ny, u0); the grid covers the
+        // 2 nx + 2 (ny - 2) boundary nodes and the kernel ignores threads beyond them.
+        unsafe { b.launch(self.walls_cfg) }.map(|_| ()).map_err(driver_err("cavity walls launch"))
     }
 }

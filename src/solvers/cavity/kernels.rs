@@ -15,6 +15,7 @@
 
 use rayon::prelude::*;
 
+use crate::error::Result;
 use crate::real::Real;
 
 /// Scalars the kernels need, in the run's precision.
@@ -78,42 +79,76 @@ impl<T: Real> Fields<T> {
         f
     }
 
-    /// One full step: predictor + boundaries, corrector + boundaries.
+    /// One full step (see [`step`]).
     pub fn step(&mut self, c: &Coeffs<T>) {
-        predictor(&self.u, &self.v, &self.p, &mut self.us, &mut self.vs, &mut self.ps, self.nx, c);
-        walls(&mut self.us, &mut self.vs, &mut self.ps, self.nx, c.u0);
-        corrector::<T, false>(
-            &mut self.u,
-            &mut self.v,
-            &mut self.p,
-            &self.us,
-            &self.vs,
-            &self.ps,
-            self.nx,
-            c,
-            &mut self.partials,
-        );
-        walls(&mut self.u, &mut self.v, &mut self.p, self.nx, c.u0);
+        let ok = step(&mut CpuStages { f: self, change: None }, c);
+        debug_assert!(ok.is_ok(), "CPU stages cannot fail");
     }
 
     /// As [`Fields::step`], also returning the sum over interior nodes of the squared one-step
     /// change of `u` (the reference code's convergence print), summed row by row in order.
     pub fn step_with_change(&mut self, c: &Coeffs<T>) -> f64 {
-        predictor(&self.u, &self.v, &self.p, &mut self.us, &mut self.vs, &mut self.ps, self.nx, c);
-        walls(&mut self.us, &mut self.vs, &mut self.ps, self.nx, c.u0);
-        corrector::<T, true>(
-            &mut self.u,
-            &mut self.v,
-            &mut self.p,
-            &self.us,
-            &self.vs,
-            &self.ps,
-            self.nx,
-            c,
-            &mut self.partials,
-        );
-        walls(&mut self.u, &mut self.v, &mut self.p, self.nx, c.u0);
-        self.partials.iter().sum()
+        let mut s = CpuStages { f: self, change: Some(0.0) };
+        let ok = step(&mut s, c);
+        debug_assert!(ok.is_ok(), "CPU stages cannot fail");
+        s.change.unwrap_or(f64::NAN)
+    }
+}
+
+/// The stages of a time step on one back end.
+pub trait Stages<T: Real> {
+    /// `u, v, p -> u*, v*, p*` on interior nodes.
+    fn predictor(&mut self, c: &Coeffs<T>) -> Result<()>;
+    /// `u, v, p <- (u + U(u*, v*, p*)) / 2` on interior nodes.
+    fn corrector(&mut self, c: &Coeffs<T>) -> Result<()>;
+    /// Boundary values of the predicted fields (`predicted`) or of `u, v, p`.
+    fn walls(&mut self, predicted: bool, u0: T) -> Result<()>;
+}
+
+/// One time step, the one place that fixes the order of the stages for every back end:
+/// predictor, boundary conditions, corrector, boundary conditions (the reference applies
+/// them after both substeps).
+pub fn step<T: Real>(s: &mut impl Stages<T>, c: &Coeffs<T>) -> Result<()> {
+    s.predictor(c)?;
+    s.walls(true, c.u0)?;
+    s.corrector(c)?;
+    s.walls(false, c.u0)
+}
+
+/// The CPU stages; with `change`, the corrector also sums the squared change of `u`.
+struct CpuStages<'a, T: Real> {
+    f: &'a mut Fields<T>,
+    change: Option<f64>,
+}
+
+impl<T: Real> Stages<T> for CpuStages<'_, T> {
+    fn predictor(&mut self, c: &Coeffs<T>) -> Result<()> {
+        let f = &mut *self.f;
+        predictor(&f.u, &f.v, &f.p, &mut f.us, &mut f.vs, &mut f.ps, f.nx, c);
+        Ok(())
+    }
+
+    fn corrector(&mut self, c: &Coeffs<T>) -> Result<()> {
+        let f = &mut *self.f;
+        let (u, v, p, us, vs, ps, parts) = (&mut f.u, &mut f.v, &mut f.p, &f.us, &f.vs, &f.ps, &mut f.partials);
+        match self.change {
+            Some(_) => {
+                corrector::<T, true>(u, v, p, us, vs, ps, f.nx, c, parts);
+                self.change = Some(parts.iter().sum());
+            }
+            None => corrector::<T, false>(u, v, p, us, vs, ps, f.nx, c, parts),
+        }
+        Ok(())
+    }
+
+    fn walls(&mut self, predicted: bool, u0: T) -> Result<()> {
+        let f = &mut *self.f;
+        if predicted {
+            walls(&mut f.us, &mut f.vs, &mut f.ps, f.nx, u0);
+        } else {
+            walls(&mut f.u, &mut f.v, &mut f.p, f.nx, u0);
+        }
+        Ok(())
     }
 }
 

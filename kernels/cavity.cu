@@ -78,9 +78,12 @@ extern "C" __global__ void cavity_corrector_l2(
 // ---- shared variant: each block stages (bx+2) x (by+2) tiles of its three inputs ----------
 // Dynamic shared memory: 3 * (bx+2) * (by+2) reals.
 
-__device__ __forceinline__ void load_tiles(
-    real* tile, const real* a, const real* b, const real* c, int nx, int ny, int i0, int j0) {
+// Stage the block's tiles of a, b, c (zeros outside the grid) and return the tile index of
+// this thread's node, whose grid indices go to i, j.
+__device__ __forceinline__ int stage_tiles(
+    real* tile, const real* a, const real* b, const real* c, int nx, int ny, int& i, int& j) {
     int bx = blockDim.x, by = blockDim.y, tw = bx + 2, tn = tw * (by + 2);
+    int i0 = blockIdx.x * bx - 1, j0 = blockIdx.y * by - 1;  // tile origin (halo included)
     for (int q = threadIdx.y * bx + threadIdx.x; q < tn; q += bx * by) {
         int ii = i0 + q % tw, jj = j0 + q / tw;
         bool in = ii >= 0 && ii < nx && jj >= 0 && jj < ny;
@@ -90,23 +93,24 @@ __device__ __forceinline__ void load_tiles(
         tile[2 * tn + q] = in ? c[k] : (real)0;
     }
     __syncthreads();
+    i = i0 + 1 + threadIdx.x;
+    j = j0 + 1 + threadIdx.y;
+    return (threadIdx.y + 1) * tw + threadIdx.x + 1;
 }
+
+// Array x's value at offset (di, dj) from this thread's node in the tiles.
+#define TILE(x, di, dj) tile[(x) * tn + q + (di) + (dj) * tw]
 
 extern "C" __global__ void cavity_predictor_shared(
     const real* __restrict__ u, const real* __restrict__ v, const real* __restrict__ p,
     real* __restrict__ us, real* __restrict__ vs, real* __restrict__ ps, CAVITY_ARGS) {
     extern __shared__ unsigned char smem[];
     real* tile = (real*)smem;
+    int i, j, q = stage_tiles(tile, u, v, p, nx, ny, i, j);
     int tw = blockDim.x + 2, tn = tw * (blockDim.y + 2);
-    int i0 = blockIdx.x * blockDim.x - 1, j0 = blockIdx.y * blockDim.y - 1;
-    load_tiles(tile, u, v, p, nx, ny, i0, j0);
-    int i = i0 + 1 + threadIdx.x, j = j0 + 1 + threadIdx.y;
     if (!interior(i, j, nx, ny)) return;
     long long k = node(i, j, nx);
-    int q = (threadIdx.y + 1) * tw + threadIdx.x + 1;
-#define AT(x, di, dj) tile[(x) * tn + q + (di) + (dj) * tw]
-    CAVITY_PREDICTOR(AT, us[k], vs[k], ps[k])
-#undef AT
+    CAVITY_PREDICTOR(TILE, us[k], vs[k], ps[k])
 }
 
 extern "C" __global__ void cavity_corrector_shared(
@@ -114,17 +118,12 @@ extern "C" __global__ void cavity_corrector_shared(
     const real* __restrict__ us, const real* __restrict__ vs, const real* __restrict__ ps, CAVITY_ARGS) {
     extern __shared__ unsigned char smem[];
     real* tile = (real*)smem;
+    int i, j, q = stage_tiles(tile, us, vs, ps, nx, ny, i, j);
     int tw = blockDim.x + 2, tn = tw * (blockDim.y + 2);
-    int i0 = blockIdx.x * blockDim.x - 1, j0 = blockIdx.y * blockDim.y - 1;
-    load_tiles(tile, us, vs, ps, nx, ny, i0, j0);
-    int i = i0 + 1 + threadIdx.x, j = j0 + 1 + threadIdx.y;
     if (!interior(i, j, nx, ny)) return;
     long long k = node(i, j, nx);
-    int q = (threadIdx.y + 1) * tw + threadIdx.x + 1;
     real uu, vv, pp, half = (real)0.5;
-#define AT(x, di, dj) tile[(x) * tn + q + (di) + (dj) * tw]
-    CAVITY_CORRECTOR(AT, uu, vv, pp)
-#undef AT
+    CAVITY_CORRECTOR(TILE, uu, vv, pp)
     u[k] = half * (u[k] + uu);
     v[k] = half * (v[k] + vv);
     p[k] = half * (p[k] + pp);

@@ -119,28 +119,17 @@ int main(int argc, char** argv) {
         std::vector<real> us(n, (real)NAN), vs(n, (real)NAN), ps(n, (real)NAN);
         long long boundary = 2LL * nx + 2LL * (ny - 2);
         uint3_ wgrid = {(unsigned)((boundary + 255) / 256), 1, 1}, wblock = {256, 1, 1};
+        // Predictor or corrector, l2 or shared (same argument list).
+        auto substep = [&](auto kernel) {
+            launch(grid, block, shared, [&] {
+                kernel(u.data(), v.data(), p.data(), us.data(), vs.data(), ps.data(), nx, ny, c[0], c[1], c[2], c[3],
+                       c[4], c[5]);
+            });
+        };
         for (int s = 0; s < steps; ++s) {
-            if (shared)
-                launch(grid, block, true, [&] {
-                    cavity_predictor_shared(u.data(), v.data(), p.data(), us.data(), vs.data(), ps.data(), nx, ny,
-                                            c[0], c[1], c[2], c[3], c[4], c[5]);
-                });
-            else
-                launch(grid, block, false, [&] {
-                    cavity_predictor_l2(u.data(), v.data(), p.data(), us.data(), vs.data(), ps.data(), nx, ny, c[0],
-                                        c[1], c[2], c[3], c[4], c[5]);
-                });
+            substep(shared ? cavity_predictor_shared : cavity_predictor_l2);
             launch(wgrid, wblock, false, [&] { cavity_walls(us.data(), vs.data(), ps.data(), nx, ny, c[6]); });
-            if (shared)
-                launch(grid, block, true, [&] {
-                    cavity_corrector_shared(u.data(), v.data(), p.data(), us.data(), vs.data(), ps.data(), nx, ny,
-                                            c[0], c[1], c[2], c[3], c[4], c[5]);
-                });
-            else
-                launch(grid, block, false, [&] {
-                    cavity_corrector_l2(u.data(), v.data(), p.data(), us.data(), vs.data(), ps.data(), nx, ny, c[0],
-                                        c[1], c[2], c[3], c[4], c[5]);
-                });
+            substep(shared ? cavity_corrector_shared : cavity_corrector_l2);
             launch(wgrid, wblock, false, [&] { cavity_walls(u.data(), v.data(), p.data(), nx, ny, c[6]); });
         }
         out = u;

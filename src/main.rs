@@ -112,7 +112,7 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Variant::L2)]
         variant: Variant,
         /// CUDA block shape BX,BY.
-        #[arg(long, value_delimiter = ',', num_args = 2, default_values_t = [512u32, 1])]
+        #[arg(long, value_delimiter = ',', default_values_t = [512u32, 1])]
         block: Vec<u32>,
         /// Print the figures as JSON.
         #[arg(long)]
@@ -159,19 +159,24 @@ fn main() -> ExitCode {
             })
         }
         Command::Bench { name, size, precision, threads, seconds, backend, variant, block, json, .. } => {
-            let gpu = GpuOptions { variant, block: [block[0], block[1]], fast_math: false };
             let backend = match backend {
                 Backend::Auto if sim::cuda::Gpu::open().is_ok() => Backend::Cuda,
                 Backend::Auto => Backend::Cpu,
                 b => b,
             };
-            bench::bench(&BenchOptions { backend, gpu, name, size, precision, threads, seconds }).map(|v| {
-                if json {
-                    println!("{}", serde_json::to_string_pretty(&v).expect("json"));
-                } else {
-                    print!("{}", bench::text(&v));
+            match block[..] {
+                [bx, by] => {
+                    let gpu = GpuOptions { variant, block: [bx, by], fast_math: false };
+                    bench::bench(&BenchOptions { backend, gpu, name, size, precision, threads, seconds }).map(|v| {
+                        if json {
+                            println!("{}", serde_json::to_string_pretty(&v).expect("json"));
+                        } else {
+                            print!("{}", bench::text(&v));
+                        }
+                    })
                 }
-            })
+                _ => Err(sim::SimError::Input(format!("--block {block:?}: give two numbers, BX,BY (e.g. 512,1)"))),
+            }
         }
     };
     match result {

@@ -233,5 +233,12 @@ fn check_info_and_bench_report() {
     assert!(v["kernel"]["bw_eff_GBps"].as_f64().unwrap() > 0.0 && v["copy"]["bw_GBps"].as_f64().unwrap() > 0.0);
     let o = sim(&dir, &["bench", "heat9d"]);
     assert_eq!(o.status.code(), Some(2));
+    // Block shapes as BX,BY; anything else is a usage error.
+    ok(sim(&dir, &["bench", "cavity", "--size", "32", "--seconds", "0.01", "--block", "64,8"]));
+    for bad in ["512", "1,2,3", "0,1"] {
+        let o = sim(&dir, &["bench", "heat2d", "--size", "32", "--seconds", "0.01", "--block", bad]);
+        assert_eq!(o.status.code(), Some(2), "--block {bad}: {}", stderr(&o));
+        assert!(stderr(&o).contains("block"), "{}", stderr(&o));
+    }
     std::fs::remove_dir_all(dir).unwrap();
 }

@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use cudarc::driver::{CudaContext, CudaModule, CudaStream, sys::CUdevice_attribute};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, sys::CUdevice_attribute};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, SimError, input};
@@ -182,6 +182,8 @@ pub struct Gpu {
     pub compute_capability: (i32, i32),
     pub max_threads_per_block: u32,
     pub max_block: [u32; 2],
+    /// Most dynamic shared memory one block may opt in to (bytes).
+    pub max_shared_optin: u32,
 }
 
 impl Gpu {
@@ -206,6 +208,7 @@ impl Gpu {
                     attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)?,
                     attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y)?,
                 ],
+                max_shared_optin: attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?,
                 stream: ctx.default_stream(),
                 ctx,
             })
@@ -226,6 +229,36 @@ impl Gpu {
                 "gpu.block: [{bx}, {by}] exceeds what {} allows ({} threads per block, at most [{}, {}])",
                 self.name, self.max_threads_per_block, self.max_block[0], self.max_block[1]
             ));
+        }
+        Ok(())
+    }
+
+    /// Grid of `block`-shaped blocks covering `nx x ny` nodes, within CUDA's limit of 65 535
+    /// blocks along y.
+    pub fn grid_2d(&self, nx: usize, ny: usize, block: [u32; 2]) -> Result<(u32, u32, u32)> {
+        let (gx, gy) = ((nx as u64).div_ceil(block[0] as u64), (ny as u64).div_ceil(block[1] as u64));
+        if gy > 65_535 || gx > i32::MAX as u64 {
+            return input(format!(
+                "gpu.block: [{}, {}] needs a grid of {gx} x {gy} blocks for {nx} x {ny} nodes; CUDA allows 65535 along y (use a taller block)",
+                block[0], block[1]
+            ));
+        }
+        Ok((gx as u32, gy as u32, 1))
+    }
+
+    /// Let kernel `f` launch with `bytes` of dynamic shared memory: above the default 48 KiB
+    /// a kernel must opt in, and beyond the device's limit the block shape is refused.
+    pub fn allow_shared(&self, f: &CudaFunction, bytes: u32, block: [u32; 2]) -> Result<()> {
+        const DEFAULT_LIMIT: u32 = 48 * 1024;
+        if bytes > self.max_shared_optin {
+            return input(format!(
+                "gpu.block: [{}, {}] with variant shared needs {bytes} bytes of shared memory per block; {} allows {}",
+                block[0], block[1], self.name, self.max_shared_optin
+            ));
+        }
+        if bytes > DEFAULT_LIMIT {
+            use cudarc::driver::sys::CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES as MAX;
+            f.set_attribute(MAX, bytes as i32).map_err(driver_err("raising the shared-memory limit"))?;
         }
         Ok(())
     }

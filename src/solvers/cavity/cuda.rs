@@ -38,7 +38,7 @@ impl<T: Real> CavityCuda<T> {
         gpu.check_block(opts.block)?;
         let module = gpu.module("cavity", T::PRECISION, opts.fast_math)?;
         let [bx, by] = opts.block;
-        let grid_dim = ((nx as u32).div_ceil(bx), (ny as u32).div_ceil(by), 1);
+        let grid_dim = gpu.grid_2d(nx, ny, opts.block)?;
         let (suffix, shared_mem_bytes) = match opts.variant {
             Variant::L2 => ("l2", 0),
             // Three (bx+2) x (by+2) tiles.
@@ -49,9 +49,13 @@ impl<T: Real> CavityCuda<T> {
         let stream = gpu.stream.clone();
         let up = |x: &[T]| stream.clone_htod(x).map_err(driver_err("upload"));
         let zeros = || stream.alloc_zeros::<T>(nx * ny).map_err(driver_err("allocation"));
+        let (predictor, corrector) = (load(format!("cavity_predictor_{suffix}"))?, load(format!("cavity_corrector_{suffix}"))?);
+        for f in [&predictor, &corrector] {
+            gpu.allow_shared(f, shared_mem_bytes, opts.block)?;
+        }
         Ok(CavityCuda {
-            predictor: load(format!("cavity_predictor_{suffix}"))?,
-            corrector: load(format!("cavity_corrector_{suffix}"))?,
+            predictor,
+            corrector,
             walls: load("cavity_walls".into())?,
             cfg: LaunchConfig { grid_dim, block_dim: (bx, by, 1), shared_mem_bytes },
             walls_cfg: LaunchConfig {

@@ -29,7 +29,7 @@ impl<T: Real> HeatCuda<T> {
         let (name, cfg) = if ny == 1 {
             ("heat1d", LaunchConfig { grid_dim: ((nx as u32).div_ceil(bx), 1, 1), block_dim: (bx, 1, 1), shared_mem_bytes: 0 })
         } else {
-            let grid_dim = ((nx as u32).div_ceil(bx), (ny as u32).div_ceil(by), 1);
+            let grid_dim = gpu.grid_2d(nx, ny, opts.block)?;
             match opts.variant {
                 Variant::L2 => ("heat2d_l2", LaunchConfig { grid_dim, block_dim: (bx, by, 1), shared_mem_bytes: 0 }),
                 Variant::Shared => {
@@ -39,6 +39,7 @@ impl<T: Real> HeatCuda<T> {
             }
         };
         let func = module.load_function(name).map_err(driver_err("loading heat kernel"))?;
+        gpu.allow_shared(&func, cfg.shared_mem_bytes, opts.block)?;
         let stream = gpu.stream.clone();
         let temp = stream.clone_htod(init).map_err(driver_err("upload"))?;
         let next = stream.alloc_zeros::<T>(init.len()).map_err(driver_err("allocation"))?;

@@ -1,6 +1,6 @@
 //! The cavity step on a CUDA device: the kernels of `kernels/cavity.cu`, which mirror
-//! `kernels.rs` expression for expression. Stage order and boundary conditions are the same
-//! as [`super::kernels::Fields::step`]: predictor, walls, corrector (in place), walls.
+//! `kernels.rs` expression for expression, run as the [`Stages`] of [`kernels::step`], the
+//! same function that orders the CPU stages.
 
 use std::sync::Arc;
 
@@ -80,7 +80,7 @@ impl<T: Real> CavityCuda<T> {
         kernels::step(self, c)
     }
 
-    /// Launch predictor or corrector `f` on (level n, predicted) with the coefficients of `c`.
+    /// Launch the predictor (`predictor`) or the corrector with the coefficients of `c`.
     fn substep(&mut self, predictor: bool, c: &Coeffs<T>) -> Result<()> {
         let (f, what) = if predictor { (&self.predictor, "predictor") } else { (&self.corrector, "corrector") };
         let mut b = self.stream.launch_builder(f);

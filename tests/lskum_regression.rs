@@ -144,7 +144,8 @@ fn long_validation_9600_four_decades() {
 
 /// Refinement (spec 11.3/11.4, subcritical flow, exact C_d = 0): on generated O-grid clouds of
 /// 80 x 30 and 160 x 60 points (first spacing halved with the spacing) converged by 3
-/// decades, |C_d| falls with refinement. About half an hour on one core; run with
+/// decades, |C_d| falls with refinement (measured: 0.00363 after 8 755 iterations, 0.00063
+/// after 36 287). About 75 minutes on one core; run with
 /// `-- --ignored refinement`. (A 320 x 120 level takes hours; see the README.)
 #[test]
 #[ignore]

@@ -226,28 +226,24 @@ fn parse_raw(text: &str, file: &str, format: CloudFormat) -> Result<Raw> {
         };
         let (x, y, left, right, flag1, flag2);
         match format {
-            CloudFormat::Legacy | CloudFormat::Sim => {
+            CloudFormat::Legacy | CloudFormat::Sim | CloudFormat::PointInput => {
+                if matches!(format, CloudFormat::PointInput) {
+                    id_check(&mut t, "id")?;
+                }
                 x = t.f64("x")?;
                 y = t.f64("y")?;
                 left = t.int("left")?;
                 right = t.int("right")?;
                 flag1 = t.int("flag_1")?;
                 flag2 = t.int("flag_2")?;
+                // sim: normals; legacy and sim: min_dist (None where the format has none).
                 if let Some((nxv, nyv)) = r.normals.as_mut() {
                     nxv.push(t.f64("nx")?);
                     nyv.push(t.f64("ny")?);
                 }
-                let md = t.f64("min_dist")?;
-                r.min_dist.as_mut().unwrap().push(md);
-            }
-            CloudFormat::PointInput => {
-                id_check(&mut t, "id")?;
-                x = t.f64("x")?;
-                y = t.f64("y")?;
-                left = t.int("left")?;
-                right = t.int("right")?;
-                flag1 = t.int("flag_1")?;
-                flag2 = t.int("flag_2")?;
+                if let Some(md) = r.min_dist.as_mut() {
+                    md.push(t.f64("min_dist")?);
+                }
             }
             CloudFormat::Old => {
                 id_check(&mut t, "local_id")?;

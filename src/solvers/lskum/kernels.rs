@@ -230,14 +230,7 @@ impl<const M: usize> LsSums<M> {
     /// (d/ds, d/dn) of the M quantities.
     #[inline]
     pub fn solve(&self) -> ([f64; M], [f64; M]) {
-        let one_by_det = 1.0 / self.det();
-        let mut ds = [0.0; M];
-        let mut dn = [0.0; M];
-        for r in 0..M {
-            ds[r] = (self.snn * self.sdf[r] - self.ssn * self.ndf[r]) * one_by_det;
-            dn[r] = (self.sss * self.ndf[r] - self.ssn * self.sdf[r]) * one_by_det;
-        }
-        (ds, dn)
+        (self.d_ds(), self.d_dn())
     }
 
     /// d/ds only.

@@ -19,6 +19,20 @@ pub enum Closure {
     Modified,
 }
 
+/// `n` surface points at equal angles of the cosine spacing `x = (1 + cos th) / 2`, from the
+/// trailing edge along the lower surface (th < pi) and back along the upper one.
+pub fn surface_points(n: usize, thickness: f64, closure: Closure) -> Vec<(f64, f64)> {
+    let pi = std::f64::consts::PI;
+    (0..n)
+        .map(|i| {
+            let th = 2.0 * pi * i as f64 / n as f64;
+            let x = 0.5 * (1.0 + th.cos());
+            let y = half_thickness(x, thickness, closure);
+            (x, if th < pi { -y } else { y })
+        })
+        .collect()
+}
+
 /// Half thickness of a NACA 00tt aerofoil with chord 1 at x in [0, 1].
 pub fn half_thickness(x: f64, t: f64, closure: Closure) -> f64 {
     let f = |x: f64, a4: f64| {
@@ -112,14 +126,7 @@ pub fn ogrid(g: &OGrid) -> Result<Cloud> {
         .collect();
     let mut c = Cloud { x: vec![0.0; n], y: vec![0.0; n], ..Default::default() };
     let pi = std::f64::consts::PI;
-    let surf: Vec<(f64, f64)> = (0..ni)
-        .map(|i| {
-            let th = 2.0 * pi * i as f64 / ni as f64;
-            let xs = 0.5 * (1.0 + th.cos());
-            let yt = half_thickness(xs, g.thickness, g.closure);
-            (xs, if th < pi { -yt } else { yt })
-        })
-        .collect();
+    let surf = surface_points(ni, g.thickness, g.closure);
     for i in 0..ni {
         let th = 2.0 * pi * i as f64 / ni as f64;
         let (xs, ys) = surf[i];

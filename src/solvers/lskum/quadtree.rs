@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use crate::error::{Result, SimError};
 
 use super::cloud::{Cloud, Csr, INTERIOR, NONE, OUTER, WALL};
-use super::mesh::{Closure, finish_with, half_thickness};
+use super::mesh::{Closure, finish_with, surface_points};
 
 /// Settings of the quadtree generator.
 #[derive(Clone, Copy, Debug)]
@@ -155,16 +155,8 @@ pub fn quadtree(q: &QuadTree) -> Result<Cloud> {
     if !(q.growth > 1e-4 && q.growth <= 1.0) {
         return Err(bad(format!("growth {} must be in (1e-4, 1]", q.growth)));
     }
-    let pi = std::f64::consts::PI;
     let ns = q.surface;
-    let surf: Vec<(f64, f64)> = (0..ns)
-        .map(|i| {
-            let th = 2.0 * pi * i as f64 / ns as f64;
-            let x = 0.5 * (1.0 + th.cos());
-            let y = half_thickness(x, q.thickness, q.closure);
-            (x, if th < pi { -y } else { y })
-        })
-        .collect();
+    let surf = surface_points(ns, q.thickness, q.closure);
     let mut t = Tree { leaves: HashMap::new(), x0: 0.5 - q.half_width, y0: -q.half_width, size: 2.0 * q.half_width };
     t.leaves.insert((0, 0, 0), u32::MAX);
     const MAX_LEVEL: u8 = 28;

@@ -101,10 +101,6 @@ fn existing_run_directory_needs_overwrite() {
 
 /// Write a modified copy of the run's final checkpoint as out/h/checkpoint_00000099.h5.
 fn broken_copy(dir: &Path, edit: impl FnOnce(&mut checkpoint::Meta, &mut Vec<sim::solver::StateArray>)) -> String {
-    // This test process writes HDF5 files while other test threads spawn `sim`; a child
-    // would inherit the descriptor and with it HDF5's file lock. Take no locks here.
-    // SAFETY: every test that touches this variable sets it to the same value.
-    unsafe { std::env::set_var("HDF5_USE_FILE_LOCKING", "FALSE") };
     let (mut meta, mut arrays) = checkpoint::read(&checkpoint::path_for(&dir.join("out/h"), 20)).unwrap();
     edit(&mut meta, &mut arrays);
     let path = dir.join("broken/checkpoint_00000099.h5");

@@ -166,6 +166,9 @@ pub fn quadtree(q: &QuadTree) -> Result<Cloud> {
     let mut stack: Vec<(Key, Vec<u32>)> = vec![((0, 0, 0), (0..ns as u32).collect())];
     while let Some((k, pts)) = stack.pop() {
         let (cx, cy, h) = t.cell(k);
+        // Lower bound on the distance of any point of the cell: centre distance less half the diagonal.
+        // The factor is 1/√2 rounded to 4 digits; generated clouds depend on its exact value.
+        #[allow(clippy::approx_constant)]
         let d = chord_distance(cx, cy) - 0.7071 * h;
         let need = pts.len() > 1 || h > (q.growth * d.max(0.0)).max(h_floor);
         if !need || k.0 >= MAX_LEVEL {

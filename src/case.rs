@@ -186,10 +186,10 @@ impl Case {
         if t.end_time.is_none() && t.end_step.is_none() {
             return input("time: give end_time or end_step (or both; the run stops at the first)");
         }
-        if let Some(e) = t.end_time {
-            if !(e.is_finite() && e > 0.0) {
-                return input(format!("time.end_time: {e} must be a positive number"));
-            }
+        if let Some(e) = t.end_time
+            && !(e.is_finite() && e > 0.0)
+        {
+            return input(format!("time.end_time: {e} must be a positive number"));
         }
         if t.end_step == Some(0) {
             return input("time.end_step: must be at least 1");
@@ -197,10 +197,10 @@ impl Case {
         if self.output.every_steps == Some(0) {
             return input("output.every_steps: must be at least 1");
         }
-        if let Some(e) = self.output.every_time {
-            if !(e.is_finite() && e > 0.0) {
-                return input(format!("output.every_time: {e} must be a positive number"));
-            }
+        if let Some(e) = self.output.every_time
+            && !(e.is_finite() && e > 0.0)
+        {
+            return input(format!("output.every_time: {e} must be a positive number"));
         }
         if self.checkpoint.every_steps == Some(0) {
             return input("checkpoint.every_steps: must be at least 1");

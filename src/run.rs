@@ -199,7 +199,7 @@ impl Stop {
 
 /// Is an output due after a step from `t_prev` to the solver's current state?
 fn output_due(case: &Case, s: &dyn Solver, t_prev: f64) -> bool {
-    let by_steps = case.output.every_steps.is_some_and(|n| s.step() % n == 0);
+    let by_steps = case.output.every_steps.is_some_and(|n| s.step().is_multiple_of(n));
     let by_time = case.output.every_time.is_some_and(|dt| {
         let k = |t: f64| (t / dt + 1e-9).floor();
         k(s.time()) > k(t_prev)
@@ -291,10 +291,10 @@ pub fn run(opts: &RunOptions) -> Result<serde_json::Value> {
     if restart_ck.is_none() {
         prepare_fresh_dir(&plan.out_dir, opts.overwrite)?;
     }
-    if !opts.quiet {
-        if let Some(n) = note {
-            eprintln!("{n}");
-        }
+    if !opts.quiet
+        && let Some(n) = note
+    {
+        eprintln!("{n}");
     }
     install_ctrlc();
     let mut driver = Driver {

@@ -13,16 +13,16 @@ pub struct History {
 impl History {
     /// Open for appending; on restart, rows after `keep_until` are dropped first.
     pub fn open(path: PathBuf, keep_until: Option<u64>) -> Result<Self> {
-        if let Some(step) = keep_until {
-            if let Ok(text) = std::fs::read_to_string(&path) {
-                let kept: String = text
-                    .lines()
-                    .enumerate()
-                    .filter(|(k, l)| *k == 0 || row_step(l).is_some_and(|s| s <= step))
-                    .map(|(_, l)| format!("{l}\n"))
-                    .collect();
-                super::write_atomic(&path, kept.as_bytes())?;
-            }
+        if let Some(step) = keep_until
+            && let Ok(text) = std::fs::read_to_string(&path)
+        {
+            let kept: String = text
+                .lines()
+                .enumerate()
+                .filter(|(k, l)| *k == 0 || row_step(l).is_some_and(|s| s <= step))
+                .map(|(_, l)| format!("{l}\n"))
+                .collect();
+            super::write_atomic(&path, kept.as_bytes())?;
         }
         Ok(History { path, file: None })
     }

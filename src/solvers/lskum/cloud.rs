@@ -211,10 +211,10 @@ fn parse_raw(text: &str, file: &str, format: CloudFormat) -> Result<Raw> {
     let mut raw_links: Vec<i64> = Vec::with_capacity(cap * 8);
     for (ln, l) in lines {
         let n = r.x.len() + 1;
-        if let Some(d) = declared {
-            if n > d {
-                return err(format!("{file}:{ln}: more point lines than the {d} declared in the header"));
-            }
+        if let Some(d) = declared
+            && n > d
+        {
+            return err(format!("{file}:{ln}: more point lines than the {d} declared in the header"));
         }
         let mut t = Tokens { file, line: ln, it: l.split_ascii_whitespace() };
         let id_check = |t: &mut Tokens, what: &str| -> Result<()> {
@@ -270,7 +270,7 @@ fn parse_raw(text: &str, file: &str, format: CloudFormat) -> Result<Raw> {
             return err(format!("{file}:{ln}: flag_2 {flag2} is not a shape number"));
         }
         let nbhs = t.int("nbhs")?;
-        if nbhs < 0 || nbhs > 10_000 {
+        if !(0..=10_000).contains(&nbhs) {
             return err(format!("{file}:{ln}: neighbour count {nbhs} is out of range"));
         }
         for k in 0..nbhs {
@@ -295,10 +295,10 @@ fn parse_raw(text: &str, file: &str, format: CloudFormat) -> Result<Raw> {
     if n == 0 {
         return err(format!("{file}: no points in the file"));
     }
-    if let Some(d) = declared {
-        if n < d {
-            return err(format!("{file}: truncated: the header declares {d} points, the file has {n}"));
-        }
+    if let Some(d) = declared
+        && n < d
+    {
+        return err(format!("{file}: truncated: the header declares {d} points, the file has {n}"));
     }
     if n >= u32::MAX as usize {
         return err(format!("{file}: {n} points is more than supported"));

@@ -544,7 +544,7 @@ mod tests {
             let phi = venkat(1.0, d, 1.05, 0.95, 0.0);
             assert!(phi > 0.0 && phi <= 1.0, "{phi}");
             let qt = 1.0 - 0.5 * phi * d;
-            assert!(qt <= 1.05 + 1e-12 && qt >= 0.95 - 1e-12, "{qt}");
+            assert!((0.95 - 1e-12..=1.05 + 1e-12).contains(&qt), "{qt}");
         }
         assert_eq!(venkat_eps2(2.0, 0.5), 1.0);
     }

@@ -163,10 +163,10 @@ impl LskumParams {
         if !(self.power.is_finite() && self.power.abs() <= 10.0) {
             return input(format!("{key}.power: {} must be within [-10, 10]", self.power));
         }
-        if let Some(d) = self.residue_drop {
-            if !(d.is_finite() && d > 0.0) {
-                return input(format!("{key}.residue_drop: {d} must be a positive number of decades"));
-            }
+        if let Some(d) = self.residue_drop
+            && !(d.is_finite() && d > 0.0)
+        {
+            return input(format!("{key}.residue_drop: {d} must be a positive number of decades"));
         }
         if self.cloud.as_os_str().is_empty() {
             return input(format!("{key}.cloud: give the point-cloud file"));
@@ -488,7 +488,7 @@ pub fn memory_estimate(p: &LskumParams) -> usize {
 /// `sim bench lskum`: RDP on a generated quadtree cloud of about `points` points.
 pub fn bench(points: usize, threads: Option<usize>, seconds: f64) -> Result<serde_json::Value> {
     use crate::error::SimError;
-    if points < 1000 || points > 50_000_000 {
+    if !(1000..=50_000_000).contains(&points) {
         return input(format!("--points {points}: choose 1000 .. 50 000 000"));
     }
     if !(seconds.is_finite() && seconds > 0.0) {

@@ -206,19 +206,19 @@ pub fn quadtree(q: &QuadTree) -> Result<Cloud> {
                 if (di, dj) == (0, 0) || a < 0 || b < 0 || a >= n || b >= n {
                     continue;
                 }
-                if let Some(c) = t.covering(k.0, a, b) {
-                    if c.0 + 1 < k.0 {
-                        let sp = t.leaves[&c];
-                        let ch = t.split(c);
-                        if sp != u32::MAX {
-                            let (x, y) = surf[sp as usize];
-                            let (cx, cy, _) = t.cell(c);
-                            let idx = (x >= cx) as usize + 2 * (y >= cy) as usize;
-                            t.leaves.insert(ch[idx], sp);
-                        }
-                        queue.extend(ch);
-                        queue.push(k);
+                if let Some(c) = t.covering(k.0, a, b)
+                    && c.0 + 1 < k.0
+                {
+                    let sp = t.leaves[&c];
+                    let ch = t.split(c);
+                    if sp != u32::MAX {
+                        let (x, y) = surf[sp as usize];
+                        let (cx, cy, _) = t.cell(c);
+                        let idx = (x >= cx) as usize + 2 * (y >= cy) as usize;
+                        t.leaves.insert(ch[idx], sp);
                     }
+                    queue.extend(ch);
+                    queue.push(k);
                 }
             }
         }

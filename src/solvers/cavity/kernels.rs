@@ -185,7 +185,7 @@ pub fn predictor<T: Real>(
             if j == 0 || j == ny - 1 {
                 return;
             }
-            rows::predictor(j, nx, u, v, p, uo, vo, po, c);
+            rows::predictor(rows::Row { j, nx, input: [u, v, p], out: [uo, vo, po], c });
             side_walls_row(uo, vo, po);
         });
 }
@@ -221,7 +221,7 @@ pub fn corrector<T: Real, const CHANGE: bool>(
                 *part = 0.0;
                 return;
             }
-            let change = rows::corrector::<T, CHANGE>(j, nx, us, vs, ps, uo, vo, po, c);
+            let change = rows::corrector::<T, CHANGE>(rows::Row { j, nx, input: [us, vs, ps], out: [uo, vo, po], c });
             side_walls_row(uo, vo, po);
             *part = change;
         });
@@ -234,104 +234,61 @@ mod rows {
     use super::Coeffs;
     use crate::real::Real;
 
-    #[allow(clippy::too_many_arguments)]
-    #[inline]
-    pub fn predictor<T: Real>(
-        j: usize,
-        nx: usize,
-        u: &[T],
-        v: &[T],
-        p: &[T],
-        uo: &mut [T],
-        vo: &mut [T],
-        po: &mut [T],
-        c: &Coeffs<T>,
-    ) {
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU supports AVX2 (checked just above).
-            return unsafe { avx2::predictor::<T>(j, nx, u, v, p, uo, vo, po, c) };
-        }
-        body::predictor::<T>(j, nx, u, v, p, uo, vo, po, c)
+    /// Interior row `j` (`1..ny-1`) of one substep: the three whole input fields (`nx` wide,
+    /// in the order u, v, p) and the row's three output slices.
+    pub struct Row<'a, T> {
+        pub j: usize,
+        pub nx: usize,
+        pub input: [&'a [T]; 3],
+        pub out: [&'a mut [T]; 3],
+        pub c: &'a Coeffs<T>,
     }
 
-    #[allow(clippy::too_many_arguments)]
     #[inline]
-    pub fn corrector<T: Real, const CHANGE: bool>(
-        j: usize,
-        nx: usize,
-        us: &[T],
-        vs: &[T],
-        ps: &[T],
-        uo: &mut [T],
-        vo: &mut [T],
-        po: &mut [T],
-        c: &Coeffs<T>,
-    ) -> f64 {
+    pub fn predictor<T: Real>(r: Row<T>) {
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU supports AVX2 (checked just above).
-            return unsafe { avx2::corrector::<T, CHANGE>(j, nx, us, vs, ps, uo, vo, po, c) };
+            return unsafe { avx2::predictor::<T>(r) };
         }
-        body::corrector::<T, CHANGE>(j, nx, us, vs, ps, uo, vo, po, c)
+        body::predictor::<T>(r)
+    }
+
+    #[inline]
+    pub fn corrector<T: Real, const CHANGE: bool>(r: Row<T>) -> f64 {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2 (checked just above).
+            return unsafe { avx2::corrector::<T, CHANGE>(r) };
+        }
+        body::corrector::<T, CHANGE>(r)
     }
 
     #[cfg(target_arch = "x86_64")]
     mod avx2 {
-        use super::super::Coeffs;
+        use super::Row;
         use crate::real::Real;
 
-        #[allow(clippy::too_many_arguments)]
         #[target_feature(enable = "avx2")]
-        pub unsafe fn predictor<T: Real>(
-            j: usize,
-            nx: usize,
-            u: &[T],
-            v: &[T],
-            p: &[T],
-            uo: &mut [T],
-            vo: &mut [T],
-            po: &mut [T],
-            c: &Coeffs<T>,
-        ) {
-            super::body::predictor::<T>(j, nx, u, v, p, uo, vo, po, c)
+        pub unsafe fn predictor<T: Real>(r: Row<T>) {
+            super::body::predictor::<T>(r)
         }
 
-        #[allow(clippy::too_many_arguments)]
         #[target_feature(enable = "avx2")]
-        pub unsafe fn corrector<T: Real, const CHANGE: bool>(
-            j: usize,
-            nx: usize,
-            us: &[T],
-            vs: &[T],
-            ps: &[T],
-            uo: &mut [T],
-            vo: &mut [T],
-            po: &mut [T],
-            c: &Coeffs<T>,
-        ) -> f64 {
-            super::body::corrector::<T, CHANGE>(j, nx, us, vs, ps, uo, vo, po, c)
+        pub unsafe fn corrector<T: Real, const CHANGE: bool>(r: Row<T>) -> f64 {
+            super::body::corrector::<T, CHANGE>(r)
         }
     }
 
     mod body {
         use super::super::Coeffs;
+        use super::Row;
         use crate::real::Real;
 
-        /// Predictor on interior row `j` (`1..ny-1`), interior nodes only.
-        #[allow(clippy::too_many_arguments)]
+        /// Predictor on an interior row, interior nodes only.
         #[inline(always)]
-        pub fn predictor<T: Real>(
-            j: usize,
-            nx: usize,
-            u: &[T],
-            v: &[T],
-            p: &[T],
-            uo: &mut [T],
-            vo: &mut [T],
-            po: &mut [T],
-            c: &Coeffs<T>,
-        ) {
+        pub fn predictor<T: Real>(r: Row<T>) {
+            let Row { j, nx, input: [u, v, p], out: [uo, vo, po], c } = r;
             let Coeffs { dtdx, dtdy, nudx2, nudy2, c2dx, c2dy, .. } = *c;
             let two = T::of(2.0);
             let m = nx - 2;
@@ -360,21 +317,11 @@ mod rows {
             }
         }
 
-        /// Corrector on interior row `j`, in place on the row's `u, v, p`; returns the sum of
-        /// the squared change of `u` over the row when `CHANGE`.
-        #[allow(clippy::too_many_arguments)]
+        /// Corrector on an interior row, in place on the row's `u, v, p` (the outputs); returns
+        /// the sum of the squared change of `u` over the row when `CHANGE`.
         #[inline(always)]
-        pub fn corrector<T: Real, const CHANGE: bool>(
-            j: usize,
-            nx: usize,
-            us: &[T],
-            vs: &[T],
-            ps: &[T],
-            uo: &mut [T],
-            vo: &mut [T],
-            po: &mut [T],
-            c: &Coeffs<T>,
-        ) -> f64 {
+        pub fn corrector<T: Real, const CHANGE: bool>(r: Row<T>) -> f64 {
+            let Row { j, nx, input: [us, vs, ps], out: [uo, vo, po], c } = r;
             let Coeffs { dtdx, dtdy, nudx2, nudy2, c2dx, c2dy, .. } = *c;
             let two = T::of(2.0);
             let half = T::of(0.5);

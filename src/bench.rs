@@ -1,5 +1,6 @@
-//! `sim bench`: effective bandwidth of a solver's step next to a COPY kernel measured in the
-//! same run, with the same threads and the same row split.
+//! `sim bench`: any solver of the registry, timed through the [`Solver`] interface at a
+//! problem size, next to a COPY kernel over as many elements measured in the same run (same
+//! threads, or same device). Effective bandwidth comes from the solver's `bytes_per_step`.
 
 use std::time::Instant;
 
@@ -9,207 +10,206 @@ use crate::case::Backend;
 use crate::cuda::{Gpu, GpuOptions};
 use crate::error::{Result, SimError, input};
 use crate::real::{Precision, Real};
-use crate::solvers::heat::kernels;
+use crate::solver::{Clock, Mesh, Solver};
+use crate::solvers::{Device, SOLVERS};
 
 #[derive(Clone, Debug)]
 pub struct BenchOptions {
     pub backend: Backend,
     /// Kernel variant and block shape for the CUDA back end.
     pub gpu: GpuOptions,
+    /// `copy` or a solver name.
     pub name: String,
-    /// Nodes per side (2D) or in total (1D).
-    pub size: usize,
+    /// Nodes per side (2D grids), nodes (1D) or points; default the solver's.
+    pub size: Option<usize>,
     pub precision: Precision,
     pub threads: Option<usize>,
-    /// Minimum timed duration of each kernel (at least 20 iterations are always run).
+    /// Minimum timed duration of each kernel.
     pub seconds: f64,
 }
 
-pub const NAMES: &[&str] = &["copy", "heat1d", "heat2d", "cavity"];
+/// Names `sim bench` accepts.
+pub fn names() -> Vec<&'static str> {
+    std::iter::once("copy").chain(SOLVERS.iter().map(|e| e.name)).collect()
+}
 
 /// Run a benchmark and return its figures as JSON.
 pub fn bench(o: &BenchOptions) -> Result<serde_json::Value> {
-    if !NAMES.contains(&o.name.as_str()) {
-        return input(format!("bench: unknown benchmark '{}' (choose one of {})", o.name, NAMES.join(", ")));
+    let entry = crate::solvers::entry(&o.name);
+    if entry.is_none() && o.name != "copy" {
+        return input(format!("bench: unknown benchmark '{}' (choose one of {})", o.name, names().join(", ")));
     }
-    if o.size < 3 {
-        return input(format!("--size {}: at least 3", o.size));
+    let size = o.size.or(entry.map(|e| e.bench_size)).unwrap_or(4096);
+    if size < 3 {
+        return input(format!("--size {size}: at least 3"));
     }
     if !(o.seconds.is_finite() && o.seconds > 0.0) {
         return input(format!("--seconds {}: must be positive", o.seconds));
     }
     o.gpu.validate()?;
-    if o.backend == Backend::Cuda {
-        let gpu = Gpu::open()?;
-        return match o.precision {
-            Precision::F32 => cuda_bench::<f32>(&gpu, o),
-            Precision::F64 => cuda_bench::<f64>(&gpu, o),
-        };
-    }
+    let device = match o.backend {
+        Backend::Cuda => Device::Cuda(Gpu::open()?, o.gpu.clone()),
+        _ => Device::Cpu,
+    };
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(o.threads.unwrap_or(0))
         .build()
         .map_err(|e| SimError::Run(format!("cannot start threads: {e}")))?;
-    pool.install(|| match o.precision {
-        Precision::F32 => run::<f32>(o),
-        Precision::F64 => run::<f64>(o),
+    pool.install(|| {
+        let solver = match entry {
+            Some(e) => Some((e.bench)(size, o.precision, &device)?),
+            None => None,
+        };
+        let mesh = solver.as_ref().map(|s| s.mesh());
+        let elements = mesh.as_ref().map(|m| m.len()).unwrap_or(size * size);
+        // Rows of the grid, as the stencils split their work; else chunks of 16 Ki elements.
+        let row = match &mesh {
+            Some(Mesh::Nodes(g) | Mesh::Cells(g)) if g.n[1] > 1 => g.n[0],
+            None => size,
+            _ => 1 << 14,
+        };
+        let copy = match o.precision {
+            Precision::F32 => copy::<f32>(&device, elements, row, o.seconds)?,
+            Precision::F64 => copy::<f64>(&device, elements, row, o.seconds)?,
+        };
+        let mut v = header(o, &device, elements, solver.as_deref());
+        let copy_bw = 2.0 * (elements * o.precision.bytes()) as f64 / copy.1 / 1e9;
+        v["copy"] = serde_json::json!({"iterations": copy.0, "time_per_step_s": copy.1, "bw_GBps": copy_bw});
+        if let Some(mut s) = solver {
+            v["kernel"] = kernel_figures(s.as_mut(), o, copy_bw)?;
+        }
+        Ok(v)
     })
 }
 
-/// Arrays moved per step in an ideal implementation: NS2D beta_lo = 15, heat (and COPY) 2.
-fn beta_lo(name: &str) -> f64 {
-    if name == "cavity" { 15.0 } else { 2.0 }
-}
-
-/// The benchmarked cavity: Re = 1000, Ma = 0.1, dt from the spec's rule, starting from rest.
-fn cavity_bench_params(n: usize) -> crate::solvers::cavity::CavityParams {
-    use crate::solvers::cavity::{CavityParams, ResidualControl};
-    CavityParams { n, re: 1000.0, lid_velocity: 1.0, mach: 0.1, dt: None, residual: ResidualControl::default() }
-}
-
-fn run<T: Real>(o: &BenchOptions) -> Result<serde_json::Value> {
-    let (nx, ny) = if o.name == "heat1d" { (o.size, 1) } else { (o.size, o.size) };
-    let n = nx * ny;
-    // The same buffer placement as the heat solver (see crate::padded).
-    let mut a = crate::padded::Padded::<T>::zeros(n, 0);
-    a.par_iter_mut().enumerate().for_each(|(k, x)| *x = T::of((k % 7) as f64 * 0.1));
-    let mut b = crate::padded::Padded::<T>::zeros(n, crate::solvers::heat::NEXT_SLOT);
-    let bytes = 2.0 * n as f64 * T::PRECISION.bytes() as f64;
-    let r = T::of(0.2);
-    let copy = time_loop(o.seconds, || {
-        kernels::copy2d(&a, &mut b, nx);
-        std::mem::swap(&mut a, &mut b);
-    });
-    let kernel = match o.name.as_str() {
-        "heat1d" => Some(time_loop(o.seconds, || {
-            kernels::ftcs1d(&a, &mut b, r);
-            std::mem::swap(&mut a, &mut b);
-        })),
-        "heat2d" => Some(time_loop(o.seconds, || {
-            kernels::ftcs2d(&a, &mut b, nx, r);
-            std::mem::swap(&mut a, &mut b);
-        })),
-        "cavity" => {
-            use crate::solvers::cavity::kernels as ck;
-            let p = cavity_bench_params(nx);
-            let c = ck::Coeffs::<T>::new(p.time_step(), p.dx(), p.dx(), p.nu(), p.sound_speed(), 1.0);
-            let mut f = ck::Fields::<T>::initial(nx, ny, T::one());
-            Some(time_loop(o.seconds, || f.step(&c)))
-        }
-        _ => None,
-    };
-    let beta_lo = beta_lo(&o.name);
-    let kernel_bytes = beta_lo * n as f64 * T::PRECISION.bytes() as f64;
-    let copy_bw = bytes / copy.1 / 1e9;
+/// What was measured where.
+fn header(o: &BenchOptions, device: &Device, elements: usize, s: Option<&dyn Solver>) -> serde_json::Value {
     let mut v = serde_json::json!({
         "name": o.name,
-        "backend": "cpu",
-        "precision": T::PRECISION.name(),
-        "threads": rayon::current_num_threads(),
-        "nx": nx,
-        "ny": ny,
-        "elements": n,
+        "precision": o.precision.name(),
+        "elements": elements,
         "unit": "GB/s (1e9 bytes/s)",
-        "copy": {"iterations": copy.0, "time_per_step_s": copy.1, "bw_GBps": copy_bw},
     });
-    if let Some((iters, t)) = kernel {
-        let bw = kernel_bytes / t / 1e9;
-        v["kernel"] = serde_json::json!({
-            "iterations": iters,
-            "time_per_step_s": t,
-            "bw_eff_GBps": bw,
-            "beta_lo": beta_lo,
-            "mcells_per_s": n as f64 / t / 1e6,
-            "fraction_of_copy": bw / copy_bw,
-        });
+    match device {
+        Device::Cpu => {
+            v["backend"] = "cpu".into();
+            v["threads"] = rayon::current_num_threads().into();
+        }
+        Device::Cuda(gpu, opts) => {
+            v["backend"] = "cuda".into();
+            v["device"] = gpu.name.clone().into();
+            v["variant"] = opts.variant.name().into();
+            v["block"] = serde_json::json!(opts.block);
+        }
     }
-    Ok(v)
+    match s.map(|s| s.mesh()) {
+        Some(Mesh::Nodes(g) | Mesh::Cells(g)) => {
+            v["nx"] = g.n[0].into();
+            v["ny"] = g.n[1].into();
+        }
+        Some(Mesh::Points(p)) => v["points"] = p.len().into(),
+        None => {
+            v["nx"] = (elements as f64).sqrt().round().into();
+            v["ny"] = v["nx"].clone();
+        }
+    }
+    v
 }
 
-/// The same measurement on a CUDA device, timed with CUDA events: the median over batches
-/// of 10 steps, after an untimed warm-up (which includes the kernel compilation).
-fn cuda_bench<T: Real>(gpu: &Gpu, o: &BenchOptions) -> Result<serde_json::Value> {
-    use crate::solver::Grid;
-    use crate::solvers::heat::cuda::HeatCuda;
-    use cudarc::driver::{LaunchConfig, PushKernelArg, sys::CUevent_flags};
-    let err = crate::cuda::driver_err;
-    let (nx, ny) = if o.name == "heat1d" { (o.size, 1) } else { (o.size, o.size) };
-    let n = nx * ny;
-    let bytes = 2.0 * n as f64 * T::PRECISION.bytes() as f64;
-    let init: Vec<T> = (0..n).into_par_iter().map(|k| T::of((k % 7) as f64 * 0.1)).collect();
-    let grid = Grid { n: [nx, ny], origin: [0.0; 2], spacing: [1.0; 2] };
-    let event = || gpu.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT)).map_err(err("event"));
-    // Median seconds per call of `f`, over batches of 10 calls.
-    let timed = |f: &mut dyn FnMut() -> Result<()>| -> Result<(u64, f64)> {
-        for _ in 0..3 {
-            f()?;
-        }
-        let (start, stop) = (event()?, event()?);
-        let mut batches = Vec::new();
-        let t0 = std::time::Instant::now();
-        while batches.len() < 2 || t0.elapsed().as_secs_f64() < o.seconds {
-            start.record(&gpu.stream).map_err(err("event"))?;
-            for _ in 0..10 {
-                f()?;
-            }
-            stop.record(&gpu.stream).map_err(err("event"))?;
-            batches.push(start.elapsed_ms(&stop).map_err(err("event"))? as f64 / 1e3 / 10.0);
-        }
-        batches.sort_by(|a, b| a.total_cmp(b));
-        Ok((10 * batches.len() as u64, batches[batches.len() / 2]))
+/// Time the solver's steps: BW_e from its `bytes_per_step`, Mcells/s, and RDP on clouds.
+fn kernel_figures(s: &mut dyn Solver, o: &BenchOptions, copy_bw: f64) -> Result<serde_json::Value> {
+    let (iters, t) = time_steps(s, o.seconds)?;
+    let n = s.mesh().len() as f64;
+    let bytes = s.bytes_per_step();
+    let bw = bytes / t / 1e9;
+    let mut k = serde_json::json!({
+        "iterations": iters,
+        "time_per_step_s": t,
+        "bw_eff_GBps": bw,
+        "beta_lo": bytes / (n * o.precision.bytes() as f64),
+        "mcells_per_s": n / t / 1e6,
+        "fraction_of_copy": bw / copy_bw,
+    });
+    if matches!(s.mesh(), Mesh::Points(_)) {
+        k["rdp_s"] = (t / n).into();
+    }
+    Ok(k)
+}
+
+/// Steps timed in batches (each ended by [`Solver::wait`], so queued device work counts)
+/// after three untimed ones, until `seconds` and at least 3 batches have passed; returns
+/// (steps, mean seconds per step).
+fn time_steps(s: &mut dyn Solver, seconds: f64) -> Result<(u64, f64)> {
+    let batch = if s.backend() == "cpu" { 1 } else { 10 };
+    let step = |s: &mut dyn Solver| -> Result<()> {
+        let dt = if s.clock() == Clock::Physical { s.propose_dt()? } else { 0.0 };
+        s.advance(dt)
     };
-    let module = gpu.module("heat", T::PRECISION, o.gpu.fast_math)?;
+    for _ in 0..3 {
+        step(s)?;
+    }
+    s.wait()?;
+    let start = Instant::now();
+    let mut steps = 0u64;
+    while steps < 3 * batch || start.elapsed().as_secs_f64() < seconds {
+        for _ in 0..batch {
+            step(s)?;
+        }
+        s.wait()?;
+        steps += batch;
+    }
+    Ok((steps, start.elapsed().as_secs_f64() / steps as f64))
+}
+
+/// COPY of `n` elements between two arrays (CPU: in the solvers' buffer placement, in
+/// parallel rows of `row` elements; GPU: `copy1d`): (iterations, seconds per copy).
+fn copy<T: Real>(device: &Device, n: usize, row: usize, seconds: f64) -> Result<(u64, f64)> {
+    match device {
+        Device::Cpu => {
+            use crate::solvers::heat::{NEXT_SLOT, kernels};
+            let mut a = crate::padded::Padded::<T>::zeros(n, 0);
+            a.par_iter_mut().enumerate().for_each(|(k, x)| *x = T::of((k % 7) as f64 * 0.1));
+            let mut b = crate::padded::Padded::<T>::zeros(n, NEXT_SLOT);
+            Ok(time_loop(seconds, || {
+                kernels::copy2d(&a, &mut b, row);
+                std::mem::swap(&mut a, &mut b);
+            }))
+        }
+        Device::Cuda(gpu, _) => cuda_copy::<T>(gpu, n, seconds),
+    }
+}
+
+fn cuda_copy<T: Real>(gpu: &Gpu, n: usize, seconds: f64) -> Result<(u64, f64)> {
+    use cudarc::driver::{LaunchConfig, PushKernelArg};
+    let err = crate::cuda::driver_err;
+    let init: Vec<T> = (0..n).into_par_iter().map(|k| T::of((k % 7) as f64 * 0.1)).collect();
+    let module = gpu.module("heat", T::PRECISION, false)?;
     let copy_fn = module.load_function("copy1d").map_err(err("loading copy1d"))?;
-    let (src, mut dst) = (gpu.stream.clone_htod(&init).map_err(err("upload"))?, gpu.stream.alloc_zeros::<T>(n).map_err(err("alloc"))?);
+    let src = gpu.stream.clone_htod(&init).map_err(err("upload"))?;
+    let mut dst = gpu.stream.alloc_zeros::<T>(n).map_err(err("alloc"))?;
     let cfg = LaunchConfig { grid_dim: ((n as u32).div_ceil(512), 1, 1), block_dim: (512, 1, 1), shared_mem_bytes: 0 };
     let n64 = n as i64;
-    let copy = timed(&mut || {
+    let mut launch = || -> Result<()> {
         let mut b = gpu.stream.launch_builder(&copy_fn);
         b.arg(&src).arg(&mut dst).arg(&n64);
         // SAFETY: copy1d(src, dst, n) with both buffers of n elements.
         unsafe { b.launch(cfg) }.map(|_| ()).map_err(err("copy1d launch"))
-    })?;
-    drop((src, dst));
-    let copy_bw = bytes / copy.1 / 1e9;
-    let mut v = serde_json::json!({
-        "name": o.name,
-        "backend": "cuda",
-        "device": gpu.name,
-        "precision": T::PRECISION.name(),
-        "variant": o.gpu.variant.name(),
-        "block": o.gpu.block,
-        "nx": nx,
-        "ny": ny,
-        "elements": n,
-        "unit": "GB/s (1e9 bytes/s)",
-        "copy": {"iterations": copy.0, "time_per_step_s": copy.1, "bw_GBps": copy_bw},
-    });
-    let kernel = match o.name.as_str() {
-        "heat1d" | "heat2d" => {
-            let mut heat = HeatCuda::<T>::new(gpu, &o.gpu, &grid, &init)?;
-            let r = T::of(0.2);
-            Some(timed(&mut || heat.step(r))?)
-        }
-        "cavity" => {
-            use crate::solvers::cavity::{cuda::CavityCuda, kernels as ck};
-            let p = cavity_bench_params(nx);
-            let c = ck::Coeffs::<T>::new(p.time_step(), p.dx(), p.dx(), p.nu(), p.sound_speed(), 1.0);
-            let f = ck::Fields::<T>::initial(nx, ny, T::one());
-            let mut cavity = CavityCuda::<T>::new(gpu, &o.gpu, nx, ny, &f.u, &f.v, &f.p)?;
-            drop(f);
-            Some(timed(&mut || cavity.step(&c))?)
-        }
-        _ => None,
     };
-    if let Some((iters, t)) = kernel {
-        let beta_lo = beta_lo(&o.name);
-        let bw = beta_lo * n as f64 * T::PRECISION.bytes() as f64 / t / 1e9;
-        v["kernel"] = serde_json::json!({
-            "iterations": iters, "time_per_step_s": t, "bw_eff_GBps": bw, "beta_lo": beta_lo,
-            "mcells_per_s": n as f64 / t / 1e6, "fraction_of_copy": bw / copy_bw,
-        });
+    let sync = || gpu.stream.synchronize().map_err(err("synchronize"));
+    for _ in 0..3 {
+        launch()?;
     }
-    Ok(v)
+    sync()?;
+    let start = Instant::now();
+    let mut iters = 0u64;
+    while iters < 30 || start.elapsed().as_secs_f64() < seconds {
+        for _ in 0..10 {
+            launch()?;
+        }
+        sync()?;
+        iters += 10;
+    }
+    Ok((iters, start.elapsed().as_secs_f64() / iters as f64))
 }
 
 /// Untimed warm-up, then repeat `f` until at least `seconds` and 20 iterations have passed;
@@ -233,26 +233,31 @@ pub fn text(v: &serde_json::Value) -> String {
         Some(d) => format!("{d}, {} {}", v["variant"].as_str().unwrap_or(""), v["block"]),
         None => format!("{} threads", v["threads"]),
     };
+    let shape = match v["points"].as_u64() {
+        Some(p) => format!("{p} points"),
+        None => format!("{} x {} = {} elements", v["nx"], v["ny"], v["elements"]),
+    };
+    let f = |x: &serde_json::Value| x.as_f64().unwrap_or(0.0);
     let mut s = format!(
-        "bench {} on {} ({}, {on}), {} x {} = {} elements\n  COPY:   {:>9.3e} s/step  {:>8.2} GB/s\n",
+        "bench {} on {} ({}, {on}), {shape}\n  COPY:   {:>9.3e} s/step  {:>8.2} GB/s\n",
         v["name"].as_str().unwrap_or(""),
         v["backend"].as_str().unwrap_or(""),
         v["precision"].as_str().unwrap_or(""),
-        v["nx"],
-        v["ny"],
-        v["elements"],
-        v["copy"]["time_per_step_s"].as_f64().unwrap_or(0.0),
-        v["copy"]["bw_GBps"].as_f64().unwrap_or(0.0),
+        f(&v["copy"]["time_per_step_s"]),
+        f(&v["copy"]["bw_GBps"]),
     );
     if let Some(k) = v.get("kernel") {
         s += &format!(
             "  {:<7} {:>9.3e} s/step  {:>8.2} GB/s (BW_e)  {:.1} Mcells/s  {:.1}% of COPY\n",
             format!("{}:", v["name"].as_str().unwrap_or("").to_uppercase()),
-            k["time_per_step_s"].as_f64().unwrap_or(0.0),
-            k["bw_eff_GBps"].as_f64().unwrap_or(0.0),
-            k["mcells_per_s"].as_f64().unwrap_or(0.0),
-            100.0 * k["fraction_of_copy"].as_f64().unwrap_or(0.0),
+            f(&k["time_per_step_s"]),
+            f(&k["bw_eff_GBps"]),
+            f(&k["mcells_per_s"]),
+            100.0 * f(&k["fraction_of_copy"]),
         );
+        if let Some(rdp) = k["rdp_s"].as_f64() {
+            s += &format!("  RDP = {rdp:.4e} s (seconds per iteration and point)\n");
+        }
     }
     s
 }

@@ -7,9 +7,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, SimError, input};
 use crate::real::Precision;
-use crate::solvers::cavity::CavityParams;
-use crate::solvers::heat::{Heat1dParams, Heat2dParams};
-use crate::solvers::lskum::LskumParams;
+use crate::solver::Clock;
+pub use crate::solvers::SolverCase;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -36,27 +35,6 @@ pub struct Case {
     pub checkpoint: CheckpointControl,
     #[serde(default)]
     pub guard: GuardControl,
-}
-
-/// The solver and its physical/numerical parameters (`solver: {heat2d: {...}}`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SolverCase {
-    Heat1d(Heat1dParams),
-    Heat2d(Heat2dParams),
-    Cavity(CavityParams),
-    Lskum(LskumParams),
-}
-
-impl SolverCase {
-    pub fn kind(&self) -> &'static str {
-        match self {
-            SolverCase::Heat1d(_) => "heat1d",
-            SolverCase::Heat2d(_) => "heat2d",
-            SolverCase::Cavity(_) => "cavity",
-            SolverCase::Lskum(_) => "lskum",
-        }
-    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default, clap::ValueEnum)]
@@ -171,12 +149,7 @@ impl Case {
                 self.name
             ));
         }
-        match &self.solver {
-            SolverCase::Heat1d(p) => p.validate()?,
-            SolverCase::Heat2d(p) => p.validate()?,
-            SolverCase::Cavity(p) => p.validate()?,
-            SolverCase::Lskum(p) => p.validate()?,
-        }
+        self.solver.spec().validate()?;
         self.validate_controls()
     }
 
@@ -202,6 +175,21 @@ impl Case {
         {
             return input(format!("output.every_time: {e} must be a positive number"));
         }
+        if self.solver.spec().clock() == Clock::Iterations {
+            let kind = self.solver.kind();
+            let pseudo = |key: &str| {
+                input(format!(
+                    "{key}: solver {kind} iterates in pseudo-time towards a steady state and has no simulated time; \
+                     count iterations with time.end_step and output.every_steps"
+                ))
+            };
+            if self.time.end_time.is_some() {
+                return pseudo("time.end_time");
+            }
+            if self.output.every_time.is_some() {
+                return pseudo("output.every_time");
+            }
+        }
         if self.checkpoint.every_steps == Some(0) {
             return input("checkpoint.every_steps: must be at least 1");
         }
@@ -220,14 +208,5 @@ impl Case {
 
     pub fn default_out_dir(&self) -> PathBuf {
         self.output.dir.clone().unwrap_or_else(|| PathBuf::from("out").join(&self.name))
-    }
-}
-
-/// A positive, finite number or an error naming `key`.
-pub fn positive(key: &str, v: f64) -> Result<()> {
-    if v.is_finite() && v > 0.0 {
-        Ok(())
-    } else {
-        input(format!("{key}: {v} must be a positive number"))
     }
 }

@@ -14,6 +14,7 @@ pub mod real;
 pub mod run;
 pub mod solver;
 pub mod solvers;
+pub mod validate;
 #[cfg(test)]
 mod testing;
 

@@ -89,16 +89,14 @@ enum Command {
         #[arg(long)]
         out: PathBuf,
     },
-    /// Effective bandwidth of a kernel next to a COPY kernel; `lskum`: RDP on a generated cloud.
+    /// Time a solver's steps next to a COPY kernel: effective bandwidth, Mcells/s, RDP.
     Bench {
-        /// copy | heat1d | heat2d | cavity | lskum
+        /// copy | heat1d | heat2d | cavity | lskum (any solver of the registry)
         name: String,
-        /// Points of the generated cloud (lskum).
-        #[arg(long, default_value_t = 100_000)]
-        points: usize,
-        /// Nodes per side (2D) or in total (1D).
-        #[arg(long, default_value_t = 4096)]
-        size: usize,
+        /// Problem size: nodes per side (2D), nodes (1D) or points of a generated cloud;
+        /// default 4096 (2D), 2^24 (1D), 100 000 (points).
+        #[arg(long, alias = "points")]
+        size: Option<usize>,
         #[arg(long, value_enum, default_value_t = Precision::F64)]
         precision: Precision,
         #[arg(long)]
@@ -148,15 +146,6 @@ fn main() -> ExitCode {
                 };
                 sim::solvers::lskum::mesh::generate(&o).map(|s| print!("{s}"))
             }
-        }
-        Command::Bench { name, points, threads, seconds, json, .. } if name == "lskum" => {
-            sim::solvers::lskum::bench(points, threads, seconds).map(|v| {
-                if json {
-                    println!("{}", serde_json::to_string_pretty(&v).expect("json"));
-                } else {
-                    print!("{}", sim::solvers::lskum::bench_text(&v));
-                }
-            })
         }
         Command::Bench { name, size, precision, threads, seconds, backend, variant, block, json, .. } => {
             let backend = match backend {

@@ -1,9 +1,12 @@
-//! The interface between the driver and a solver.
+//! The interface between the driver and a solver: the mesh a solver lives on, where each of
+//! its arrays lives on that mesh, how it advances in time, and the [`Solver`] trait.
 
 use crate::error::Result;
 use crate::real::{Precision, Values};
 
-/// A uniform grid of nodes, x contiguous (`idx = j*nx + i`); 1D grids have `n[1] == 1`.
+/// A uniform grid, x contiguous (`idx = j*nx + i`); 1D grids have `n[1] == 1`. For a node
+/// mesh `n` counts nodes and `origin` is the first node; for a cell mesh `n` counts cells
+/// and `origin` is the lower-left corner of the first cell.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Grid {
     pub n: [usize; 2],
@@ -17,11 +20,89 @@ impl Grid {
     }
 }
 
-/// A field for visualisation: `components` values per node, interleaved.
+/// The discretisation a solver exposes to output and checkpoints.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Mesh {
+    /// Values at the nodes of a uniform grid (heat, cavity).
+    Nodes(Grid),
+    /// Values in the cells of a uniform grid (finite-volume and staggered schemes).
+    Cells(Grid),
+    /// Values at the points of a cloud (x, y).
+    Points(Vec<[f64; 2]>),
+}
+
+impl Mesh {
+    /// Nodes, cells or points: the unit of Mcells/s.
+    pub fn len(&self) -> usize {
+        match self {
+            Mesh::Nodes(g) | Mesh::Cells(g) => g.nodes(),
+            Mesh::Points(p) => p.len(),
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// `[nx, ny]` of the values at `loc` without halo (`[n, 1]` for points).
+    pub fn dims(&self, loc: Location) -> [usize; 2] {
+        let one_d = |g: &Grid| g.n[1] == 1;
+        match (self, loc) {
+            (Mesh::Points(p), _) => [p.len(), 1],
+            (Mesh::Nodes(g), _) | (Mesh::Cells(g), Location::Cell) => g.n,
+            (Mesh::Cells(g), Location::Node) if one_d(g) => [g.n[0] + 1, 1],
+            (Mesh::Cells(g), Location::Node) => [g.n[0] + 1, g.n[1] + 1],
+            (Mesh::Cells(g), Location::FaceX) => [g.n[0] + 1, g.n[1]],
+            (Mesh::Cells(g), Location::FaceY) => [g.n[0], g.n[1] + 1],
+        }
+    }
+}
+
+/// Where the values of an array live on the solver's [`Mesh`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Location {
+    /// Grid nodes, or the points of a cloud.
+    Node,
+    /// Cell centres.
+    Cell,
+    /// Centres of the faces normal to x (Arakawa C `u`): `(nx+1) x ny`.
+    FaceX,
+    /// Centres of the faces normal to y (Arakawa C `v`): `nx x (ny+1)`.
+    FaceY,
+}
+
+/// Location plus the halo (ghost layers) stored around the values on each side; in 1D only
+/// along x.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Place {
+    pub loc: Location,
+    pub halo: usize,
+}
+
+impl Place {
+    pub const NODE: Place = Place { loc: Location::Node, halo: 0 };
+    pub const CELL: Place = Place { loc: Location::Cell, halo: 0 };
+
+    /// `[nx, ny]` of the stored array, halo included.
+    pub fn stored_dims(&self, mesh: &Mesh) -> [usize; 2] {
+        let [nx, ny] = mesh.dims(self.loc);
+        let h = 2 * self.halo;
+        if ny == 1 && !matches!(mesh, Mesh::Points(_)) { [nx + h, 1] } else { [nx + h, ny + h] }
+    }
+}
+
+/// A field for visualisation: `components` values per entry, interleaved, stored at `place`
+/// (output strips the halo and averages face values to cells).
 pub struct OutField {
     pub name: &'static str,
     pub components: usize,
+    pub place: Place,
     pub values: Values,
+}
+
+impl OutField {
+    /// A scalar or vector field without halo at `loc`.
+    pub fn new(name: &'static str, components: usize, loc: Location, values: Values) -> Self {
+        OutField { name, components, place: Place { loc, halo: 0 }, values }
+    }
 }
 
 /// An array of the solver state, stored in checkpoints under `/fields/<name>`.
@@ -31,6 +112,40 @@ pub struct StateArray {
     /// Slowest index first (HDF5 order): `[ny, nx]` for a 2D grid.
     pub shape: Vec<usize>,
     pub values: Values,
+    /// Where it lives on the mesh (None: not a mesh field, e.g. a scalar); lets the XDMF
+    /// sidecar describe it. Not stored: arrays read back from a file have None.
+    pub place: Option<Place>,
+}
+
+impl StateArray {
+    /// A mesh field stored at `place` (halo included): shape `[ny, nx]`, or `[n]` on 1D
+    /// grids and clouds.
+    pub fn field(name: &str, place: Place, mesh: &Mesh, values: Values) -> Self {
+        StateArray { name: name.into(), shape: shape_of(place, mesh), values, place: Some(place) }
+    }
+    /// An array that is not a field on the mesh (scalars, snapshots of other sizes).
+    pub fn other(name: &str, values: Values) -> Self {
+        StateArray { name: name.into(), shape: vec![values.len()], values, place: None }
+    }
+}
+
+/// Checkpoint shape (slowest index first) of an array stored at `place` on `mesh`.
+pub fn shape_of(place: Place, mesh: &Mesh) -> Vec<usize> {
+    match place.stored_dims(mesh) {
+        [n, 1] => vec![n],
+        [nx, ny] => vec![ny, nx],
+    }
+}
+
+/// How a solver's steps relate to time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Clock {
+    /// Steps advance a physical time by a length the solver proposes (fixed or adaptive);
+    /// the driver may shorten a step to land on an output instant or the end time.
+    Physical,
+    /// Pseudo-time iterations towards a steady state (local time stepping): there is no
+    /// global time, runs are counted in iterations.
+    Iterations,
 }
 
 /// Where a non-finite value was found.
@@ -47,10 +162,21 @@ pub trait Solver: Send {
     fn kind(&self) -> &'static str;
     fn precision(&self) -> Precision;
     fn step(&self) -> u64;
+    /// Simulated time ([`Clock::Physical`]; 0 for [`Clock::Iterations`]).
     fn time(&self) -> f64;
-    /// The nominal time step; the driver may pass a shorter one to end exactly at end_time.
+    fn clock(&self) -> Clock {
+        Clock::Physical
+    }
+    /// The nominal length of the next step (the latest proposal).
     fn dt(&self) -> f64;
-    /// Advance one step of length `dt` (at most [`Solver::dt`]).
+    /// Propose the length of the next step; a CFL-adaptive solver computes it here (a
+    /// reduction over the state). The driver may shorten it to land on an output instant or
+    /// the end time.
+    fn propose_dt(&mut self) -> Result<f64> {
+        Ok(self.dt())
+    }
+    /// Advance one step of length `dt` (at most the proposal, up to rounding when it lands
+    /// on an instant; ignored under [`Clock::Iterations`]).
     fn advance(&mut self, dt: f64) -> Result<()>;
     /// Bring the host copy of the state up to date (GPU back ends); called before the host
     /// reads fields for guard checks, output and checkpoints.
@@ -61,7 +187,11 @@ pub trait Solver: Send {
     fn backend(&self) -> String {
         "cpu".into()
     }
-    fn grid(&self) -> Grid;
+    /// Block until work queued on a device has finished (for timing; CPU: nothing to do).
+    fn wait(&mut self) -> Result<()> {
+        Ok(())
+    }
+    fn mesh(&self) -> Mesh;
     fn output_fields(&self) -> Vec<OutField>;
     /// Everything needed to continue the run bit-exactly.
     fn state(&self) -> Vec<StateArray>;
@@ -84,14 +214,10 @@ pub trait Solver: Send {
     fn status(&self) -> Option<String> {
         None
     }
-    /// Solver-specific result files written at the end of a run (e.g. profiles as CSV).
-    fn write_results(&self, _dir: &std::path::Path) -> Result<()> {
-        Ok(())
-    }
-    /// Point-cloud solvers: the point coordinates. Output is then a `.vtu` point cloud
-    /// (fields per point, in this order) instead of a `.vti` of [`Solver::grid`].
-    fn points(&self) -> Option<Vec<[f64; 2]>> {
-        None
+    /// Solver-specific result files written at the end of a run (e.g. profiles as CSV);
+    /// returns their names (each one listed in the solver's registry entry).
+    fn write_results(&self, _dir: &std::path::Path) -> Result<Vec<String>> {
+        Ok(Vec::new())
     }
 }
 

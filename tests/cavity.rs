@@ -357,7 +357,7 @@ fn nan_guard_stops_with_field_and_location() {
         v[17 * 33 + 5] = f64::NAN;
     }
     let grid = sim::solver::Grid { n: [33, 33], origin: [0.0, 0.0], spacing: [1.0 / 32.0; 2] };
-    checkpoint::write(&ck, &meta, &arrays, &grid).unwrap();
+    checkpoint::write(&ck, &meta, &arrays, &sim::solver::Mesh::Nodes(grid)).unwrap();
     let o = sim().args(["run", "--restart", ck.to_str().unwrap(), "--quiet"]).output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{err}");

@@ -106,7 +106,7 @@ fn broken_copy(dir: &Path, edit: impl FnOnce(&mut checkpoint::Meta, &mut Vec<sim
     let path = dir.join("broken/checkpoint_00000099.h5");
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     let grid = sim::solver::Grid { n: [17, 17], origin: [-1.0, -1.0], spacing: [0.125, 0.125] };
-    checkpoint::write(&path, &meta, &arrays, &grid).unwrap();
+    checkpoint::write(&path, &meta, &arrays, &sim::solver::Mesh::Nodes(grid)).unwrap();
     path.to_str().unwrap().to_string()
 }
 

@@ -130,13 +130,13 @@ fn mesh_cli_writes_a_loadable_cloud_and_rejects_bad_options() {
 #[test]
 fn vtu_output_reads_back() {
     use sim::real::Values;
-    use sim::solver::OutField;
+    use sim::solver::{Location, OutField};
     let d = tmp("vtu");
     let path = d.join("p.vtu");
     let pts = [[0.0, 0.0], [1.0, 0.5], [2.0, -1.0]];
     let fields = [
-        OutField { name: "rho", components: 1, values: Values::F64(vec![1.0, 2.0, 3.0]) },
-        OutField { name: "velocity", components: 3, values: Values::F64(vec![0.1, 0.2, 0.0, 0.3, 0.4, 0.0, 0.5, 0.6, 0.0]) },
+        OutField::new("rho", 1, Location::Node, Values::F64(vec![1.0, 2.0, 3.0])),
+        OutField::new("velocity", 3, Location::Node, Values::F64(vec![0.1, 0.2, 0.0, 0.3, 0.4, 0.0, 0.5, 0.6, 0.0])),
     ];
     sim::io::vtu::write(&path, &pts, &fields).unwrap();
     let bytes = std::fs::read(&path).unwrap();

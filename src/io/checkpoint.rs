@@ -4,8 +4,9 @@
 //! /            attrs: format="sim-checkpoint", format_version, solver, step, time,
 //!                     precision, backend, sim_version, case_yaml
 //! /fields/NAME every array the solver needs to continue
-//! /geometry/   n, origin, spacing of the grid; for point clouds also
-//!              points [N x 3] (x, y, 0) and conn [N x 1] (0..N-1, one vertex per point)
+//! /geometry/   attr mesh = "nodes" | "cells" | "points"; grids: n (nodes or cells per axis),
+//!              origin, spacing; point clouds: points [N x 3] (x, y, 0) and conn [N x 1]
+//!              (0..N-1, one vertex per point)
 //! ```
 //! Written to `NAME.h5.tmp` and renamed; an XDMF sidecar (`NAME.xmf`) opens it in ParaView.
 
@@ -15,7 +16,7 @@ use hdf5::types::{FloatSize, TypeDescriptor, VarLenUnicode};
 
 use crate::error::{Result, SimError};
 use crate::real::{Precision, Values};
-use crate::solver::{Grid, StateArray};
+use crate::solver::{Grid, Location, Mesh, Place, StateArray};
 
 pub const FORMAT: &str = "sim-checkpoint";
 pub const FORMAT_VERSION: u32 = 1;
@@ -51,31 +52,17 @@ pub fn list(dir: &Path) -> Vec<(u64, PathBuf)> {
     v
 }
 
-pub fn write(path: &Path, meta: &Meta, arrays: &[StateArray], grid: &Grid) -> Result<()> {
-    write_with_points(path, meta, arrays, grid, None)
-}
-
-/// [`write`] for a solver that may live on a point cloud: with `points`, the geometry also
-/// holds the coordinates and the XDMF sidecar describes a Polyvertex cloud.
-pub fn write_with_points(
-    path: &Path,
-    meta: &Meta,
-    arrays: &[StateArray],
-    grid: &Grid,
-    points: Option<&[[f64; 2]]>,
-) -> Result<()> {
+/// Write a checkpoint of the solver state `arrays` on `mesh`, then its XDMF sidecar.
+pub fn write(path: &Path, meta: &Meta, arrays: &[StateArray], mesh: &Mesh) -> Result<()> {
     let tmp = super::tmp_path(path);
-    write_file(&tmp, meta, arrays, grid, points)
+    write_file(&tmp, meta, arrays, mesh)
         .map_err(|e| e.to_string())
         .and_then(|_| std::fs::rename(&tmp, path).map_err(|e| e.to_string()))
         .map_err(|e| {
             let _ = std::fs::remove_file(&tmp);
             SimError::Run(format!("cannot write checkpoint {}: {e}", path.display()))
         })?;
-    match points {
-        Some(p) => write_xdmf_points(path, meta, arrays, p.len()),
-        None => write_xdmf(path, meta, arrays, grid),
-    }
+    super::write_atomic(&path.with_extension("xmf"), xdmf(path, meta, arrays, mesh).as_bytes())
 }
 
 fn str_attr(loc: &hdf5::Location, name: &str, value: &str) -> hdf5::Result<()> {
@@ -83,13 +70,7 @@ fn str_attr(loc: &hdf5::Location, name: &str, value: &str) -> hdf5::Result<()> {
     loc.new_attr::<VarLenUnicode>().create(name)?.write_scalar(&v)
 }
 
-fn write_file(
-    path: &Path,
-    meta: &Meta,
-    arrays: &[StateArray],
-    grid: &Grid,
-    points: Option<&[[f64; 2]]>,
-) -> hdf5::Result<()> {
+fn write_file(path: &Path, meta: &Meta, arrays: &[StateArray], mesh: &Mesh) -> hdf5::Result<()> {
     let f = hdf5::File::create(path)?;
     str_attr(&f, "format", FORMAT)?;
     f.new_attr::<u32>().create("format_version")?.write_scalar(&FORMAT_VERSION)?;
@@ -108,14 +89,20 @@ fn write_file(
         }
     }
     let g = f.create_group("geometry")?;
-    g.new_dataset::<u64>().shape(2).create("n")?.write_raw(&grid.n.map(|n| n as u64))?;
-    g.new_dataset::<f64>().shape(2).create("origin")?.write_raw(&grid.origin)?;
-    g.new_dataset::<f64>().shape(2).create("spacing")?.write_raw(&grid.spacing)?;
-    if let Some(p) = points {
-        let xyz: Vec<f64> = p.iter().flat_map(|q| [q[0], q[1], 0.0]).collect();
-        g.new_dataset::<f64>().shape([p.len(), 3]).create("points")?.write_raw(&xyz)?;
-        let conn: Vec<i64> = (0..p.len() as i64).collect();
-        g.new_dataset::<i64>().shape([p.len(), 1]).create("conn")?.write_raw(&conn)?;
+    match mesh {
+        Mesh::Nodes(grid) | Mesh::Cells(grid) => {
+            str_attr(&g, "mesh", if matches!(mesh, Mesh::Nodes(_)) { "nodes" } else { "cells" })?;
+            g.new_dataset::<u64>().shape(2).create("n")?.write_raw(&grid.n.map(|n| n as u64))?;
+            g.new_dataset::<f64>().shape(2).create("origin")?.write_raw(&grid.origin)?;
+            g.new_dataset::<f64>().shape(2).create("spacing")?.write_raw(&grid.spacing)?;
+        }
+        Mesh::Points(p) => {
+            str_attr(&g, "mesh", "points")?;
+            let xyz: Vec<f64> = p.iter().flat_map(|q| [q[0], q[1], 0.0]).collect();
+            g.new_dataset::<f64>().shape([p.len(), 3]).create("points")?.write_raw(&xyz)?;
+            let conn: Vec<i64> = (0..p.len() as i64).collect();
+            g.new_dataset::<i64>().shape([p.len(), 1]).create("conn")?.write_raw(&conn)?;
+        }
     }
     drop((fields, g));
     // Close now (not when the last handle happens to drop): the file is renamed next and
@@ -174,63 +161,88 @@ pub fn read(path: &Path) -> Result<(Meta, Vec<StateArray>)> {
             TypeDescriptor::Float(FloatSize::U8) => Values::F64(ds.read_raw().map_err(read_err)?),
             other => return Err(bad(format!("/fields/{name} has type {other:?}, expected a float"))),
         };
-        arrays.push(StateArray { name, shape: ds.shape(), values });
+        arrays.push(StateArray { name, shape: ds.shape(), values, place: None });
     }
     Ok((meta, arrays))
 }
 
-/// XDMF3 sidecar so ParaView can open the checkpoint's node fields directly.
-fn write_xdmf(h5: &Path, meta: &Meta, arrays: &[StateArray], grid: &Grid) -> Result<()> {
-    let file = h5.file_name().and_then(|s| s.to_str()).unwrap_or_default();
-    let [nx, ny] = grid.n;
-    let mut s = format!(
-        "<?xml version=\"1.0\" ?>\n<Xdmf Version=\"3.0\">\n<Domain>\n<Grid Name=\"{}\" GridType=\"Uniform\">\n\
-         <Time Value=\"{:.17e}\"/>\n<Topology TopologyType=\"3DCoRectMesh\" Dimensions=\"1 {ny} {nx}\"/>\n\
-         <Geometry GeometryType=\"ORIGIN_DXDYDZ\">\n\
-         <DataItem Format=\"XML\" NumberType=\"Float\" Precision=\"8\" Dimensions=\"3\">0 {:e} {:e}</DataItem>\n\
-         <DataItem Format=\"XML\" NumberType=\"Float\" Precision=\"8\" Dimensions=\"3\">1 {:e} {:e}</DataItem>\n\
-         </Geometry>\n",
-        meta.solver, meta.time, grid.origin[1], grid.origin[0], grid.spacing[1], grid.spacing[0]
-    );
-    // Only node fields; small solver scalars stay in the HDF5 file.
-    for a in arrays.iter().filter(|a| a.values.len() == nx * ny) {
-        let dims: Vec<String> = a.shape.iter().map(|d| d.to_string()).collect();
-        s += &format!(
-            "<Attribute Name=\"{0}\" AttributeType=\"Scalar\" Center=\"Node\">\n\
-             <DataItem Format=\"HDF\" NumberType=\"Float\" Precision=\"{1}\" Dimensions=\"{2}\">{3}:/fields/{0}</DataItem>\n</Attribute>\n",
-            a.name,
-            a.values.precision().bytes(),
-            dims.join(" "),
-            file
-        );
-    }
-    s += "</Grid>\n</Domain>\n</Xdmf>\n";
-    super::write_atomic(&h5.with_extension("xmf"), s.as_bytes())
-}
-
-/// XDMF3 sidecar of a point-cloud checkpoint (Polyvertex topology with explicit connectivity);
-/// every `/fields` array of length N is a node attribute.
-fn write_xdmf_points(h5: &Path, meta: &Meta, arrays: &[StateArray], n: usize) -> Result<()> {
+/// XDMF3 sidecar, so ParaView opens the checkpoint's mesh fields directly. Every array of
+/// `/fields` is either described or named in a comment that says why it is left out.
+fn xdmf(h5: &Path, meta: &Meta, arrays: &[StateArray], mesh: &Mesh) -> String {
     let file = h5.file_name().and_then(|s| s.to_str()).unwrap_or_default();
     let mut s = format!(
         "<?xml version=\"1.0\" ?>\n<Xdmf Version=\"3.0\">\n<Domain>\n<Grid Name=\"{}\" GridType=\"Uniform\">\n\
-         <Time Value=\"{:.17e}\"/>\n\
-         <Topology TopologyType=\"Polyvertex\" NumberOfElements=\"{n}\" NodesPerElement=\"1\">\n\
-         <DataItem Format=\"HDF\" NumberType=\"Int\" Precision=\"8\" Dimensions=\"{n} 1\">{file}:/geometry/conn</DataItem>\n\
-         </Topology>\n<Geometry GeometryType=\"XYZ\">\n\
-         <DataItem Format=\"HDF\" NumberType=\"Float\" Precision=\"8\" Dimensions=\"{n} 3\">{file}:/geometry/points</DataItem>\n\
-         </Geometry>\n",
+         <Time Value=\"{:.17e}\"/>\n",
         meta.solver, meta.time
     );
-    for a in arrays.iter().filter(|a| a.shape == [n]) {
-        s += &format!(
-            "<Attribute Name=\"{0}\" AttributeType=\"Scalar\" Center=\"Node\">\n\
-             <DataItem Format=\"HDF\" NumberType=\"Float\" Precision=\"{1}\" Dimensions=\"{n}\">{2}:/fields/{0}</DataItem>\n</Attribute>\n",
-            a.name,
-            a.values.precision().bytes(),
-            file
-        );
+    s += &topology(mesh, file);
+    for a in arrays {
+        match attribute(a, mesh, file) {
+            Ok(x) => s += &x,
+            Err(why) => s += &format!("<!-- /fields/{} {:?} is not listed: {why} -->\n", a.name, a.shape),
+        }
     }
     s += "</Grid>\n</Domain>\n</Xdmf>\n";
-    super::write_atomic(&h5.with_extension("xmf"), s.as_bytes())
+    s
+}
+
+/// Topology and geometry of `mesh` (grids as 3D co-rectilinear meshes of one layer).
+fn topology(mesh: &Mesh, file: &str) -> String {
+    let grid = |g: &Grid, [nx, ny]: [usize; 2]| {
+        format!(
+            "<Topology TopologyType=\"3DCoRectMesh\" Dimensions=\"1 {ny} {nx}\"/>\n\
+             <Geometry GeometryType=\"ORIGIN_DXDYDZ\">\n\
+             <DataItem Format=\"XML\" NumberType=\"Float\" Precision=\"8\" Dimensions=\"3\">0 {:e} {:e}</DataItem>\n\
+             <DataItem Format=\"XML\" NumberType=\"Float\" Precision=\"8\" Dimensions=\"3\">1 {:e} {:e}</DataItem>\n\
+             </Geometry>\n",
+            g.origin[1], g.origin[0], g.spacing[1], g.spacing[0]
+        )
+    };
+    match mesh {
+        Mesh::Nodes(g) => grid(g, g.n),
+        Mesh::Cells(g) => grid(g, mesh.dims(Location::Node)),
+        Mesh::Points(p) => {
+            let n = p.len();
+            format!(
+                "<Topology TopologyType=\"Polyvertex\" NumberOfElements=\"{n}\" NodesPerElement=\"1\">\n\
+                 <DataItem Format=\"HDF\" NumberType=\"Int\" Precision=\"8\" Dimensions=\"{n} 1\">{file}:/geometry/conn</DataItem>\n\
+                 </Topology>\n<Geometry GeometryType=\"XYZ\">\n\
+                 <DataItem Format=\"HDF\" NumberType=\"Float\" Precision=\"8\" Dimensions=\"{n} 3\">{file}:/geometry/points</DataItem>\n\
+                 </Geometry>\n"
+            )
+        }
+    }
+}
+
+/// The XDMF attribute of mesh field `a` (halos cut away with a hyperslab), or why it has none.
+fn attribute(a: &StateArray, mesh: &Mesh, file: &str) -> std::result::Result<String, &'static str> {
+    let Some(Place { loc, halo }) = a.place else {
+        return Err("not a field on the mesh");
+    };
+    let center = match loc {
+        Location::Node => "Node",
+        Location::Cell => "Cell",
+        Location::FaceX | Location::FaceY => return Err("staggered face values (the .vti output has them averaged to cells)"),
+    };
+    let dims = |d: &[usize]| d.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(" ");
+    let precision = a.values.precision().bytes();
+    let data = format!(
+        "<DataItem Format=\"HDF\" NumberType=\"Float\" Precision=\"{precision}\" Dimensions=\"{}\">{file}:/fields/{}</DataItem>\n",
+        dims(&a.shape),
+        a.name
+    );
+    let item = if halo == 0 {
+        data
+    } else {
+        let inner = crate::solver::shape_of(Place { loc, halo: 0 }, mesh);
+        let start = vec![halo.to_string(); inner.len()].join(" ");
+        let stride = vec!["1"; inner.len()].join(" ");
+        format!(
+            "<DataItem ItemType=\"HyperSlab\" Dimensions=\"{0}\" Type=\"HyperSlab\">\n\
+             <DataItem Format=\"XML\" Dimensions=\"3 {1}\">{start} {stride} {0}</DataItem>\n{data}</DataItem>\n",
+            dims(&inner),
+            inner.len()
+        )
+    };
+    Ok(format!("<Attribute Name=\"{}\" AttributeType=\"Scalar\" Center=\"{center}\">\n{item}</Attribute>\n", a.name))
 }

@@ -27,8 +27,9 @@ impl History {
         Ok(History { path, file: None })
     }
 
-    /// Append a row; the header is written when the file is new.
-    pub fn append(&mut self, step: u64, time: f64, wall: f64, values: &[(&str, f64)]) -> Result<()> {
+    /// Append a row (an empty time under pseudo-time); the header is written when the file
+    /// is new.
+    pub fn append(&mut self, step: u64, time: Option<f64>, wall: f64, values: &[(&str, f64)]) -> Result<()> {
         let err = |e: std::io::Error| SimError::Run(format!("cannot write {}: {e}", self.path.display()));
         if self.file.is_none() {
             let new = !self.path.exists() || std::fs::metadata(&self.path).map_err(err)?.len() == 0;
@@ -39,7 +40,8 @@ impl History {
             }
             self.file = Some(f);
         }
-        let mut line = format!("{step},{time:.17e},{wall:.6}");
+        let time = time.map(|t| format!("{t:.17e}")).unwrap_or_default();
+        let mut line = format!("{step},{time},{wall:.6}");
         for (_, v) in values {
             line += &format!(",{v:.10e}");
         }

@@ -5,6 +5,7 @@ pub mod checkpoint;
 pub mod history;
 pub mod pvd;
 pub mod vti;
+pub mod output;
 pub mod vtu;
 
 use std::path::Path;

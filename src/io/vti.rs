@@ -1,13 +1,15 @@
-//! VTK XML ImageData (`.vti`) writer with raw appended binary data: node-centred point data,
-//! x fastest (the solvers' storage order), so no transpose is needed.
+//! VTK XML ImageData (`.vti`) writer with raw appended binary data: node fields as PointData,
+//! cell fields as CellData, x fastest (the solvers' storage order), so no transpose is needed.
 
 use std::io::Write;
 use std::path::Path;
 
 use crate::error::{Result, SimError};
 use crate::real::Values;
-use crate::solver::{Grid, OutField};
+use crate::solver::{Grid, Location, OutField};
 
+/// Write `fields` (without halo, at `Location::Node` or `Location::Cell`) on the image whose
+/// points are the nodes of `grid`.
 pub fn write(path: &Path, grid: &Grid, fields: &[OutField]) -> Result<()> {
     write_inner(path, grid, fields)
         .map_err(|e| SimError::Run(format!("cannot write {}: {e}", path.display())))
@@ -27,25 +29,33 @@ fn write_inner(path: &Path, grid: &Grid, fields: &[OutField]) -> std::io::Result
         r#"<ImageData WholeExtent="0 {ex} 0 {ey} 0 0" Origin="{ox:e} {oy:e} 0" Spacing="{dx:e} {dy:e} 1">"#
     )?;
     writeln!(w, r#"<Piece Extent="0 {ex} 0 {ey} 0 0">"#)?;
-    writeln!(w, "<PointData>")?;
+    let cells = ex.max(1) * ey.max(1);
+    // Point data first, then cell data; the appended block follows the same order.
+    let at = |loc| fields.iter().filter(move |f: &&OutField| f.place.loc == loc);
     let mut offset = 0u64;
-    for f in fields {
-        assert_eq!(f.values.len(), f.components * grid.nodes(), "field {} size", f.name);
-        let ty = match f.values {
-            Values::F32(_) => "Float32",
-            Values::F64(_) => "Float64",
-        };
-        writeln!(
-            w,
-            r#"<DataArray type="{ty}" Name="{}" NumberOfComponents="{}" format="appended" offset="{offset}"/>"#,
-            f.name, f.components
-        )?;
-        offset += 8 + payload_bytes(&f.values);
+    for (tag, loc, count) in [("PointData", Location::Node, grid.nodes()), ("CellData", Location::Cell, cells)] {
+        if at(loc).next().is_none() {
+            continue;
+        }
+        writeln!(w, "<{tag}>")?;
+        for f in at(loc) {
+            assert_eq!(f.values.len(), f.components * count, "field {} size", f.name);
+            let ty = match f.values {
+                Values::F32(_) => "Float32",
+                Values::F64(_) => "Float64",
+            };
+            writeln!(
+                w,
+                r#"<DataArray type="{ty}" Name="{}" NumberOfComponents="{}" format="appended" offset="{offset}"/>"#,
+                f.name, f.components
+            )?;
+            offset += 8 + payload_bytes(&f.values);
+        }
+        writeln!(w, "</{tag}>")?;
     }
-    writeln!(w, "</PointData>")?;
     writeln!(w, "</Piece>\n</ImageData>")?;
     write!(w, r#"<AppendedData encoding="raw">_"#)?;
-    for f in fields {
+    for f in at(Location::Node).chain(at(Location::Cell)) {
         w.write_all(&payload_bytes(&f.values).to_le_bytes())?;
         match &f.values {
             Values::F32(v) => v.iter().try_for_each(|x| w.write_all(&x.to_le_bytes()))?,

@@ -1,4 +1,8 @@
-//! The solvers, and the one place that turns a case into a solver.
+//! The solvers: the registry that is the one list of them, and what the rest of the program
+//! asks of a solver's case section ([`SolverSpec`]) and of its type ([`Registered`]).
+//!
+//! Adding a solver: its folder under `src/solvers/`, one line in [`registry!`] below (and its
+//! kernel file in [`crate::cuda::KERNELS`] if it has CUDA kernels); see README "Adding a solver".
 
 pub mod cavity;
 pub mod heat;
@@ -6,11 +10,13 @@ pub mod lskum;
 
 use std::sync::Arc;
 
-use crate::case::{Backend, Case, SolverCase};
+use serde::{Deserialize, Serialize};
+
+use crate::case::{Backend, Case};
 use crate::cuda::{Gpu, GpuOptions};
 use crate::error::{Result, input};
 use crate::real::Precision;
-use crate::solver::Solver;
+use crate::solver::{Clock, Solver};
 
 /// Where a solver's fields live and its kernels run.
 #[derive(Clone)]
@@ -19,21 +25,98 @@ pub enum Device {
     Cuda(Arc<Gpu>, GpuOptions),
 }
 
-/// Whether the solver of `case` has CUDA kernels.
-pub fn has_cuda(case: &Case) -> bool {
-    matches!(case.solver, SolverCase::Heat1d(_) | SolverCase::Heat2d(_) | SolverCase::Cavity(_))
+/// A solver's case section (`solver: {NAME: {...}}`) as the driver, `sim check` and the
+/// case validation see it.
+pub trait SolverSpec {
+    /// Value checks after parsing; errors name the key (`solver.NAME.key`).
+    fn validate(&self) -> Result<()>;
+    fn clock(&self) -> Clock {
+        Clock::Physical
+    }
+    /// Whether the solver has CUDA kernels.
+    fn has_cuda(&self) -> bool {
+        false
+    }
+    /// Bytes of field storage the solver allocates, for `sim check`.
+    fn memory_estimate(&self, precision: Precision) -> usize;
+    /// The solver at its initial condition, in `precision`, on `device`.
+    fn build(&self, precision: Precision, device: &Device) -> Result<Box<dyn Solver>>;
+}
+
+/// The static part of a registry entry.
+pub trait Registered: SolverSpec + Sized {
+    /// Files the solver's [`Solver::write_results`] may write (removed by `--overwrite`).
+    const RESULT_FILES: &'static [&'static str] = &[];
+    /// Default problem size of `sim bench`: nodes (per side in 2D) or points.
+    const BENCH_SIZE: usize = 4096;
+    /// The problem `sim bench` times at `size`.
+    fn bench(size: usize, precision: Precision, device: &Device) -> Result<Box<dyn Solver>>;
+}
+
+/// One solver of the registry.
+pub struct Entry {
+    pub name: &'static str,
+    pub result_files: &'static [&'static str],
+    pub bench_size: usize,
+    pub bench: fn(usize, Precision, &Device) -> Result<Box<dyn Solver>>,
+}
+
+/// Generates [`SolverCase`] (the `solver:` section, exactly one solver) and [`SOLVERS`]
+/// from one line per solver: `"case name" => Variant(parameter type)`.
+macro_rules! registry {
+    ($($name:literal => $variant:ident($params:ty)),+ $(,)?) => {
+        /// The solver of a case and its parameters (`solver: {heat2d: {...}}`).
+        #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+        pub enum SolverCase {
+            $(#[serde(rename = $name)] $variant($params),)+
+        }
+
+        impl SolverCase {
+            pub fn spec(&self) -> &dyn SolverSpec {
+                match self {
+                    $(SolverCase::$variant(p) => p,)+
+                }
+            }
+            pub fn kind(&self) -> &'static str {
+                match self {
+                    $(SolverCase::$variant(_) => $name,)+
+                }
+            }
+        }
+
+        /// Every solver, in the order of the registry.
+        pub const SOLVERS: &[Entry] = &[$(Entry {
+            name: $name,
+            result_files: <$params as Registered>::RESULT_FILES,
+            bench_size: <$params as Registered>::BENCH_SIZE,
+            bench: <$params as Registered>::bench,
+        },)+];
+    };
+}
+
+registry! {
+    "heat1d" => Heat1d(heat::Heat1dParams),
+    "heat2d" => Heat2d(heat::Heat2dParams),
+    "cavity" => Cavity(cavity::CavityParams),
+    "lskum" => Lskum(lskum::LskumParams),
+}
+
+/// The registry entry called `name`.
+pub fn entry(name: &str) -> Option<&'static Entry> {
+    SOLVERS.iter().find(|e| e.name == name)
 }
 
 /// The device a run uses for `requested`, and a note for the user when `auto` chose.
 pub fn choose_device(requested: Backend, case: &Case) -> Result<(Device, Option<String>)> {
     let kind = case.solver.kind();
+    let has_cuda = case.solver.spec().has_cuda();
     match requested {
         Backend::Cpu => Ok((Device::Cpu, None)),
-        Backend::Cuda if !has_cuda(case) => {
+        Backend::Cuda if !has_cuda => {
             input(format!("backend cuda: solver {kind} has no CUDA kernels yet; use backend: cpu or auto"))
         }
         Backend::Cuda => Ok((Device::Cuda(Gpu::open()?, case.gpu.clone()), None)),
-        Backend::Auto if !has_cuda(case) => {
+        Backend::Auto if !has_cuda => {
             Ok((Device::Cpu, Some(format!("backend auto: using the CPU (no CUDA kernels for solver {kind})"))))
         }
         Backend::Auto => match Gpu::open() {
@@ -53,31 +136,27 @@ pub fn build(case: &Case, precision: Precision) -> Result<Box<dyn Solver>> {
 
 /// Build the solver of `case` in `precision` on `device`, at its initial condition.
 pub fn build_on(case: &Case, precision: Precision, device: &Device) -> Result<Box<dyn Solver>> {
-    if matches!(device, Device::Cuda(..)) && !has_cuda(case) {
+    let spec = case.solver.spec();
+    if matches!(device, Device::Cuda(..)) && !spec.has_cuda() {
         return input(format!("backend cuda: solver {} has no CUDA kernels yet; use backend: cpu", case.solver.kind()));
     }
-    Ok(match (&case.solver, precision) {
-        (SolverCase::Heat1d(p), Precision::F32) => Box::new(heat::Heat::<f32>::heat1d(p).on(device)?),
-        (SolverCase::Heat1d(p), Precision::F64) => Box::new(heat::Heat::<f64>::heat1d(p).on(device)?),
-        (SolverCase::Heat2d(p), Precision::F32) => Box::new(heat::Heat::<f32>::heat2d(p).on(device)?),
-        (SolverCase::Heat2d(p), Precision::F64) => Box::new(heat::Heat::<f64>::heat2d(p).on(device)?),
-        (SolverCase::Cavity(p), Precision::F32) => Box::new(cavity::Cavity::<f32>::new(p).on(device)?),
-        (SolverCase::Cavity(p), Precision::F64) => Box::new(cavity::Cavity::<f64>::new(p).on(device)?),
-        (SolverCase::Lskum(p), Precision::F64) => Box::new(lskum::Lskum::new(p)?),
-        (SolverCase::Lskum(_), Precision::F32) => {
-            return crate::error::input("precision: the lskum solver runs in f64 only");
-        }
-    })
+    spec.build(precision, device)
 }
 
-/// Bytes of field storage the solver of `case` allocates, for `sim check`.
-pub fn memory_estimate(case: &Case, precision: Precision) -> usize {
-    let s = precision.bytes();
-    match &case.solver {
-        SolverCase::Heat1d(p) => 2 * p.n * s,
-        SolverCase::Heat2d(p) => 2 * p.n * p.n * s,
-        // u, v, p, u*, v*, p* and the two residual snapshots.
-        SolverCase::Cavity(p) => 8 * p.n * p.n * s,
-        SolverCase::Lskum(p) => lskum::memory_estimate(p),
-    }
+/// Box a solver built in either precision: `in_precision!(precision, |T| expr)` evaluates
+/// `expr` with `T` = f32 or f64.
+#[macro_export]
+macro_rules! in_precision {
+    ($precision:expr, |$t:ident| $body:expr) => {
+        match $precision {
+            $crate::real::Precision::F32 => {
+                type $t = f32;
+                Ok(Box::new($body?) as Box<dyn $crate::solver::Solver>)
+            }
+            $crate::real::Precision::F64 => {
+                type $t = f64;
+                Ok(Box::new($body?) as Box<dyn $crate::solver::Solver>)
+            }
+        }
+    };
 }

@@ -16,11 +16,11 @@ pub mod kernels;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::case::positive;
 use crate::error::{Result, SimError, input};
 use crate::real::{Precision, Real};
-use crate::solvers::Device;
-use crate::solver::{Grid, NonFinite, OutField, Solver, StateArray, first_non_finite, take_array};
+use crate::solver::{Grid, Location, Mesh, NonFinite, OutField, Place, Solver, StateArray, first_non_finite, take_array};
+use crate::solvers::{Device, Registered, SolverSpec};
+use crate::validate::{count, positive};
 
 use kernels::{Coeffs, Fields};
 
@@ -107,12 +107,7 @@ impl CavityParams {
     }
 
     pub fn validate(&self) -> Result<()> {
-        if self.n < 5 {
-            return input(format!("solver.cavity.n: {} nodes is too few (at least 5)", self.n));
-        }
-        if self.n > MAX_N {
-            return input(format!("solver.cavity.n: {} nodes is more than the supported {MAX_N}", self.n));
-        }
+        count("solver.cavity.n", self.n, "nodes", 5, MAX_N)?;
         positive("solver.cavity.re", self.re)?;
         positive("solver.cavity.lid_velocity", self.lid_velocity)?;
         positive("solver.cavity.mach", self.mach)?;
@@ -142,6 +137,33 @@ impl CavityParams {
         }
         positive("solver.cavity.residual.tol", self.residual.tol)?;
         Ok(())
+    }
+}
+
+impl SolverSpec for CavityParams {
+    fn validate(&self) -> Result<()> {
+        CavityParams::validate(self)
+    }
+    fn has_cuda(&self) -> bool {
+        true
+    }
+    /// u, v, p, u*, v*, p* and the two residual snapshots.
+    fn memory_estimate(&self, precision: Precision) -> usize {
+        8 * self.n * self.n * precision.bytes()
+    }
+    fn build(&self, precision: Precision, device: &Device) -> Result<Box<dyn Solver>> {
+        crate::in_precision!(precision, |T| Cavity::<T>::new(self).on(device))
+    }
+}
+
+impl Registered for CavityParams {
+    const RESULT_FILES: &'static [&'static str] =
+        &["centreline_u.csv", "centreline_v.csv", "profile_u.csv", "profile_v.csv"];
+    /// Re = 1000, Ma = 0.1, dt from the spec's rule, starting from rest.
+    fn bench(n: usize, precision: Precision, device: &Device) -> Result<Box<dyn Solver>> {
+        let p = CavityParams { n, re: 1000.0, lid_velocity: 1.0, mach: 0.1, dt: None, residual: ResidualControl::default() };
+        p.validate()?;
+        p.build(precision, device)
     }
 }
 
@@ -444,10 +466,6 @@ impl<T: Real> Cavity<T> {
         w
     }
 
-    fn shape(&self) -> Vec<usize> {
-        vec![self.grid.n[1], self.grid.n[0]]
-    }
-
     /// Residual check at a multiple of K: R_K from the change since the snapshot.
     fn check_residual(&mut self) {
         let nx = self.grid.n[0];
@@ -537,8 +555,8 @@ impl<T: Real> Solver for Cavity<T> {
         self.backend.clone()
     }
 
-    fn grid(&self) -> Grid {
-        self.grid
+    fn mesh(&self) -> Mesh {
+        Mesh::Nodes(self.grid)
     }
 
     fn output_fields(&self) -> Vec<OutField> {
@@ -551,16 +569,16 @@ impl<T: Real> Solver for Cavity<T> {
         let speed: Vec<T> = u.par_iter().zip(v.par_iter()).map(|(&a, &b)| (a * a + b * b).sqrt()).collect();
         let vort: Vec<T> = self.vorticity().into_iter().map(T::of).collect();
         vec![
-            OutField { name: "velocity", components: 3, values: T::wrap(vel) },
-            OutField { name: "pressure", components: 1, values: T::wrap(p.to_vec()) },
-            OutField { name: "vorticity", components: 1, values: T::wrap(vort) },
-            OutField { name: "speed", components: 1, values: T::wrap(speed) },
+            OutField::new("velocity", 3, Location::Node, T::wrap(vel)),
+            OutField::new("pressure", 1, Location::Node, T::wrap(p.to_vec())),
+            OutField::new("vorticity", 1, Location::Node, T::wrap(vort)),
+            OutField::new("speed", 1, Location::Node, T::wrap(speed)),
         ]
     }
 
     fn state(&self) -> Vec<StateArray> {
-        let s = self.shape();
-        let a = |name: &str, v: &[T]| StateArray { name: name.into(), shape: s.clone(), values: T::wrap(v.to_vec()) };
+        let mesh = self.mesh();
+        let a = |name: &str, v: &[T]| StateArray::field(name, Place::NODE, &mesh, T::wrap(v.to_vec()));
         let scalars =
             vec![self.t_snap, self.r_k, if self.below_once { 1.0 } else { 0.0 }, self.du2_first, self.du2_last];
         vec![
@@ -570,12 +588,12 @@ impl<T: Real> Solver for Cavity<T> {
             a("u_snapshot", &self.u_snap),
             a("v_snapshot", &self.v_snap),
             // t_snapshot, R_K, below-tolerance flag, du2 first step, du2 latest: always f64.
-            StateArray { name: "residual_state".into(), shape: vec![scalars.len()], values: f64::wrap(scalars) },
+            StateArray::other("residual_state", f64::wrap(scalars)),
         ]
     }
 
     fn restore(&mut self, step: u64, time: f64, mut arrays: Vec<StateArray>) -> Result<()> {
-        let s = self.shape();
+        let s = crate::solver::shape_of(Place::NODE, &self.mesh());
         let u = take_array::<T>(&mut arrays, "u", &s)?;
         let v = take_array::<T>(&mut arrays, "v", &s)?;
         let p = take_array::<T>(&mut arrays, "p", &s)?;
@@ -725,7 +743,7 @@ impl<T: Real> Solver for Cavity<T> {
     }
 
     #[allow(clippy::needless_range_loop)]
-    fn write_results(&self, dir: &std::path::Path) -> Result<()> {
+    fn write_results(&self, dir: &std::path::Path) -> Result<Vec<String>> {
         let h = self.grid.spacing[0];
         let (pu, pv) = (self.centreline_u(), self.centreline_v());
         // Full nodal profiles.
@@ -758,7 +776,7 @@ impl<T: Real> Solver for Cavity<T> {
             }
             crate::io::write_atomic(&dir.join(name), s.as_bytes())?;
         }
-        Ok(())
+        Ok(<CavityParams as Registered>::RESULT_FILES.iter().map(|f| f.to_string()).collect())
     }
 }
 

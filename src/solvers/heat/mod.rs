@@ -10,12 +10,12 @@ use std::f64::consts::PI;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::case::positive;
 use crate::error::{Result, input};
 use crate::padded::Padded;
 use crate::real::{Precision, Real};
-use crate::solver::{Grid, NonFinite, OutField, Solver, StateArray, first_non_finite, take_array};
-use crate::solvers::Device;
+use crate::solver::{Grid, Location, Mesh, NonFinite, OutField, Place, Solver, StateArray, first_non_finite, take_array};
+use crate::solvers::{Device, Registered, SolverSpec};
+use crate::validate::{count, positive};
 
 /// `solver: {heat1d: ...}`: `T(x,0) = amplitude sin(pi x / length)` on `[0, length]`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -71,16 +71,6 @@ pub const NEXT_SLOT: usize = 4;
 const MAX_N_1D: usize = 1 << 30;
 const MAX_N_2D: usize = 1 << 16;
 
-fn check_n(key: &str, n: usize, max: usize) -> Result<()> {
-    if n < 3 {
-        return input(format!("{key}: {n} nodes is too few (at least 3)"));
-    }
-    if n > max {
-        return input(format!("{key}: {n} nodes is more than the supported {max}"));
-    }
-    Ok(())
-}
-
 fn check_r(key: &str, r: f64, limit: f64) -> Result<()> {
     positive(key, r)?;
     if r > limit {
@@ -93,7 +83,7 @@ fn check_r(key: &str, r: f64, limit: f64) -> Result<()> {
 
 impl Heat1dParams {
     pub fn validate(&self) -> Result<()> {
-        check_n("solver.heat1d.n", self.n, MAX_N_1D)?;
+        count("solver.heat1d.n", self.n, "nodes", 3, MAX_N_1D)?;
         check_r("solver.heat1d.r", self.r, 0.5)?;
         positive("solver.heat1d.diffusivity", self.diffusivity)?;
         positive("solver.heat1d.length", self.length)?;
@@ -106,7 +96,7 @@ impl Heat1dParams {
 
 impl Heat2dParams {
     pub fn validate(&self) -> Result<()> {
-        check_n("solver.heat2d.n", self.n, MAX_N_2D)?;
+        count("solver.heat2d.n", self.n, "nodes", 3, MAX_N_2D)?;
         check_r("solver.heat2d.r", self.r, 0.25)?;
         positive("solver.heat2d.diffusivity", self.diffusivity)?;
         positive("solver.heat2d.t0", self.t0)?;
@@ -115,6 +105,53 @@ impl Heat2dParams {
             return input(format!("solver.heat2d.domain: [{lo}, {hi}] must have lo < hi"));
         }
         Ok(())
+    }
+}
+
+impl SolverSpec for Heat1dParams {
+    fn validate(&self) -> Result<()> {
+        Heat1dParams::validate(self)
+    }
+    fn has_cuda(&self) -> bool {
+        true
+    }
+    fn memory_estimate(&self, precision: Precision) -> usize {
+        2 * self.n * precision.bytes()
+    }
+    fn build(&self, precision: Precision, device: &Device) -> Result<Box<dyn Solver>> {
+        crate::in_precision!(precision, |T| Heat::<T>::heat1d(self).on(device))
+    }
+}
+
+impl Registered for Heat1dParams {
+    const BENCH_SIZE: usize = 1 << 24;
+    fn bench(n: usize, precision: Precision, device: &Device) -> Result<Box<dyn Solver>> {
+        let p = Heat1dParams { n, r: 0.2, diffusivity: 1.0, length: 1.0, amplitude: 6.0 };
+        p.validate()?;
+        p.build(precision, device)
+    }
+}
+
+impl SolverSpec for Heat2dParams {
+    fn validate(&self) -> Result<()> {
+        Heat2dParams::validate(self)
+    }
+    fn has_cuda(&self) -> bool {
+        true
+    }
+    fn memory_estimate(&self, precision: Precision) -> usize {
+        2 * self.n * self.n * precision.bytes()
+    }
+    fn build(&self, precision: Precision, device: &Device) -> Result<Box<dyn Solver>> {
+        crate::in_precision!(precision, |T| Heat::<T>::heat2d(self).on(device))
+    }
+}
+
+impl Registered for Heat2dParams {
+    fn bench(n: usize, precision: Precision, device: &Device) -> Result<Box<dyn Solver>> {
+        let p = Heat2dParams { n, r: 0.2, diffusivity: 1.0, t0: default_t0(), domain: default_domain() };
+        p.validate()?;
+        p.build(precision, device)
     }
 }
 
@@ -195,6 +232,11 @@ impl<T: Real> Heat<T> {
             self.backend = format!("cuda ({}, {variant} {}x{})", gpu.name, opts.block[0], opts.block[1]);
         }
         Ok(self)
+    }
+
+    /// The node grid.
+    pub fn grid(&self) -> Grid {
+        self.grid
     }
 
     /// The current temperature field.
@@ -305,24 +347,24 @@ impl<T: Real> Solver for Heat<T> {
         self.backend.clone()
     }
 
-    fn grid(&self) -> Grid {
-        self.grid
+    fn mesh(&self) -> Mesh {
+        Mesh::Nodes(self.grid)
     }
 
     fn output_fields(&self) -> Vec<OutField> {
         let exact: Vec<T> = sample(&self.grid, |x, y| self.exact.value(x, y, self.time));
         vec![
-            OutField { name: "T", components: 1, values: T::wrap(self.temp.to_vec()) },
-            OutField { name: "T_exact", components: 1, values: T::wrap(exact) },
+            OutField::new("T", 1, Location::Node, T::wrap(self.temp.to_vec())),
+            OutField::new("T_exact", 1, Location::Node, T::wrap(exact)),
         ]
     }
 
     fn state(&self) -> Vec<StateArray> {
-        vec![StateArray { name: "T".into(), shape: self.shape(), values: T::wrap(self.temp.to_vec()) }]
+        vec![StateArray::field("T", Place::NODE, &self.mesh(), T::wrap(self.temp.to_vec()))]
     }
 
     fn restore(&mut self, step: u64, time: f64, mut arrays: Vec<StateArray>) -> Result<()> {
-        let t = take_array::<T>(&mut arrays, "T", &self.shape())?;
+        let t = take_array::<T>(&mut arrays, "T", &crate::solver::shape_of(Place::NODE, &self.mesh()))?;
         self.temp.copy_from_slice(&t);
         if let Some(gpu) = &mut self.gpu {
             gpu.upload(&self.temp)?;
@@ -382,11 +424,5 @@ impl<T: Real> Solver for Heat<T> {
             format!("grid: {grid}, dx = {:.6e}", self.grid.spacing[0]),
             format!("dt = {:.6e} (r = {}, stability limit r <= {})", self.dt, self.r, self.r_limit),
         ]
-    }
-}
-
-impl<T: Real> Heat<T> {
-    fn shape(&self) -> Vec<usize> {
-        if self.grid.n[1] == 1 { vec![self.grid.n[0]] } else { vec![self.grid.n[1], self.grid.n[0]] }
     }
 }

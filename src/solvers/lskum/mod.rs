@@ -2,8 +2,8 @@
 //! kinetic split fluxes, least-squares q-derivatives with inner iterations, Venkatakrishnan
 //! limiter, local time stepping with SSP(4,3) Runge-Kutta or forward Euler.
 //!
-//! One solver step is one pseudo-time iteration; `time()` is the iteration count (the local
-//! time steps differ from point to point, so there is no global physical time), so
+//! One solver step is one pseudo-time iteration ([`Clock::Iterations`]): the local time
+//! steps differ from point to point, so there is no global physical time, and
 //! `time.end_step` of the case is the number of iterations.
 //!
 //! * [`cloud`]: point-cloud formats, validation, normals, split stencils (CSR).
@@ -300,7 +300,46 @@ impl Lskum {
 // ---- driver interface ----
 
 use crate::real::{Precision, Values};
-use crate::solver::{Grid, NonFinite, OutField, Solver, StateArray, take_array};
+use crate::solver::{Clock, Location, Mesh, NonFinite, OutField, Place, Solver, StateArray, take_array};
+use crate::solvers::{Device, Registered, SolverSpec};
+
+impl SolverSpec for LskumParams {
+    fn validate(&self) -> Result<()> {
+        LskumParams::validate(self)
+    }
+    fn clock(&self) -> Clock {
+        Clock::Iterations
+    }
+    fn memory_estimate(&self, _precision: Precision) -> usize {
+        memory_estimate(self)
+    }
+    fn build(&self, precision: Precision, _device: &Device) -> Result<Box<dyn Solver>> {
+        match precision {
+            Precision::F64 => Ok(Box::new(Lskum::new(self)?)),
+            Precision::F32 => input("precision: the lskum solver runs in f64 only"),
+        }
+    }
+}
+
+impl Registered for LskumParams {
+    const RESULT_FILES: &'static [&'static str] = &["wall_cp.csv"];
+    const BENCH_SIZE: usize = 100_000;
+    /// M = 0.63, alpha = 2 deg on a generated quadtree NACA 0012 cloud of about `points` points.
+    fn bench(points: usize, precision: Precision, device: &Device) -> Result<Box<dyn Solver>> {
+        if !(1000..=50_000_000).contains(&points) {
+            return input(format!("--size {points}: choose 1000 .. 50 000 000 points"));
+        }
+        if precision == Precision::F32 {
+            return input("--precision f32: the lskum solver runs in f64 only");
+        }
+        if matches!(device, Device::Cuda(..)) {
+            return input("--backend cuda: solver lskum has no CUDA kernels yet");
+        }
+        let p = LskumParams::with_cloud("generated", CloudFormat::Sim, 0.63, 2.0);
+        let cloud = quadtree::quadtree_points(points, 0.12, mesh::Closure::Scaled, 10.0)?;
+        Ok(Box::new(Lskum::with_cloud(&p, cloud)))
+    }
+}
 
 const COMPONENTS: [&str; 4] = ["rho", "u", "v", "p"];
 
@@ -337,23 +376,22 @@ impl Solver for Lskum {
     fn step(&self) -> u64 {
         self.step
     }
-    /// The iteration count (pseudo-time: every point has its own local time step).
+    /// No global time: every point has its own local time step.
     fn time(&self) -> f64 {
-        self.step as f64
+        0.0
+    }
+    fn clock(&self) -> Clock {
+        Clock::Iterations
     }
     fn dt(&self) -> f64 {
-        1.0
+        0.0
     }
     fn advance(&mut self, _dt: f64) -> Result<()> {
         self.iterate();
         Ok(())
     }
-    /// Points as a 1D "grid" of N nodes (used for counts); the geometry is [`Solver::points`].
-    fn grid(&self) -> Grid {
-        Grid { n: [self.cloud.len(), 1], origin: [0.0, 0.0], spacing: [1.0, 1.0] }
-    }
-    fn points(&self) -> Option<Vec<[f64; 2]>> {
-        Some(self.cloud.x.iter().zip(&self.cloud.y).map(|(&x, &y)| [x, y]).collect())
+    fn mesh(&self) -> Mesh {
+        Mesh::Points(self.cloud.x.iter().zip(&self.cloud.y).map(|(&x, &y)| [x, y]).collect())
     }
     fn output_fields(&self) -> Vec<OutField> {
         let w = &self.st.prim;
@@ -361,16 +399,12 @@ impl Solver for Lskum {
         let p_inf = 1.0 / kernels::GAMMA;
         let mach = self.params.mach;
         vec![
-            OutField { name: "rho", components: 1, values: col(&|s| s[0]) },
-            OutField { name: "velocity", components: 3, values: Values::F64(w.iter().flat_map(|s| [s[1], s[2], 0.0]).collect()) },
-            OutField { name: "p", components: 1, values: col(&|s| s[3]) },
-            OutField { name: "Mach", components: 1, values: col(&|s| kernels::mach_number(*s)) },
-            OutField { name: "Cp", components: 1, values: col(&|s| kernels::cp(s[3], p_inf, 1.0, mach)) },
-            OutField {
-                name: "flag",
-                components: 1,
-                values: Values::F64(self.cloud.flag.iter().map(|&f| f as f64).collect()),
-            },
+            OutField::new("rho", 1, Location::Node, col(&|s| s[0])),
+            OutField::new("velocity", 3, Location::Node, Values::F64(w.iter().flat_map(|s| [s[1], s[2], 0.0]).collect())),
+            OutField::new("p", 1, Location::Node, col(&|s| s[3])),
+            OutField::new("Mach", 1, Location::Node, col(&|s| kernels::mach_number(*s))),
+            OutField::new("Cp", 1, Location::Node, col(&|s| kernels::cp(s[3], p_inf, 1.0, mach))),
+            OutField::new("flag", 1, Location::Node, Values::F64(self.cloud.flag.iter().map(|&f| f as f64).collect())),
         ]
     }
     fn state(&self) -> Vec<StateArray> {
@@ -380,10 +414,11 @@ impl Solver for Lskum {
                 name: COMPONENTS[m].into(),
                 shape: vec![n],
                 values: Values::F64(self.st.prim.iter().map(|s| s[m]).collect()),
+                place: Some(Place::NODE),
             })
             .collect();
-        v.push(StateArray { name: "residual_ref".into(), shape: vec![1], values: Values::F64(vec![self.res_ref]) });
-        v.push(StateArray { name: "residual_last".into(), shape: vec![1], values: Values::F64(vec![self.res_last]) });
+        v.push(StateArray::other("residual_ref", Values::F64(vec![self.res_ref])));
+        v.push(StateArray::other("residual_last", Values::F64(vec![self.res_last])));
         v
     }
     fn restore(&mut self, step: u64, _time: f64, mut arrays: Vec<StateArray>) -> Result<()> {
@@ -463,7 +498,7 @@ impl Solver for Lskum {
                 self.params.vl_const,
                 self.params.power
             ),
-            "time = iteration count (local time stepping)".into(),
+            "pseudo-time: local time steps, counted in iterations (time.end_step, output.every_steps)".into(),
         ]
     }
     fn converged(&self) -> bool {
@@ -473,8 +508,9 @@ impl Solver for Lskum {
         let (cl, cd, _) = self.coefficients();
         Some(format!("residue {:.3}  Cl {:.4}  Cd {:.5}", self.residue, cl, cd))
     }
-    fn write_results(&self, dir: &std::path::Path) -> Result<()> {
-        crate::io::write_atomic(&dir.join("wall_cp.csv"), self.wall_cp_csv().as_bytes())
+    fn write_results(&self, dir: &std::path::Path) -> Result<Vec<String>> {
+        crate::io::write_atomic(&dir.join("wall_cp.csv"), self.wall_cp_csv().as_bytes())?;
+        Ok(vec!["wall_cp.csv".into()])
     }
 }
 
@@ -483,79 +519,4 @@ pub fn memory_estimate(p: &LskumParams) -> usize {
     let lines = std::fs::read(&p.cloud).map(|b| b.iter().filter(|&&c| c == b'\n').count()).unwrap_or(0);
     // 11 four-component arrays + 2 scalars of state, 5 of geometry, ~16 links in 5 CSR lists
     lines * (11 * 32 + 2 * 8 + 5 * 8 + 16 * 4 * 2 + 5 * 4)
-}
-
-/// `sim bench lskum`: RDP on a generated quadtree cloud of about `points` points.
-pub fn bench(points: usize, threads: Option<usize>, seconds: f64) -> Result<serde_json::Value> {
-    use crate::error::SimError;
-    if !(1000..=50_000_000).contains(&points) {
-        return input(format!("--points {points}: choose 1000 .. 50 000 000"));
-    }
-    if !(seconds.is_finite() && seconds > 0.0) {
-        return input(format!("--seconds {seconds}: must be positive"));
-    }
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads.unwrap_or(0))
-        .build()
-        .map_err(|e| SimError::Run(format!("cannot start threads: {e}")))?;
-    let t_gen = std::time::Instant::now();
-    let cloud = quadtree::quadtree_points(points, 0.12, mesh::Closure::Scaled, 10.0)?;
-    let gen_s = t_gen.elapsed().as_secs_f64();
-    let p = LskumParams::with_cloud("generated", CloudFormat::Sim, 0.63, 2.0);
-    let n = cloud.len();
-    pool.install(|| {
-        let mut s = Lskum::with_cloud(&p, cloud);
-        let mut t = scheme::Timers::default();
-        // one untimed warm-up iteration
-        s.iterate();
-        let start = std::time::Instant::now();
-        let mut iters = 0u64;
-        while iters < 2 || start.elapsed().as_secs_f64() < seconds {
-            scheme::iterate_timed(&s.cloud, &mut s.st, &s.set, &mut t);
-            iters += 1;
-        }
-        let wall = start.elapsed().as_secs_f64();
-        let share = |x: f64| x / wall;
-        Ok(serde_json::json!({
-            "name": "lskum",
-            "backend": "cpu",
-            "precision": "f64",
-            "threads": rayon::current_num_threads(),
-            "cloud": "generated quadtree NACA 0012",
-            "points": n,
-            "links": s.cloud.conn.idx.len(),
-            "generation_s": gen_s,
-            "settings": "ssprk43, 3 inner iterations, K = 50, CFL 0.5, M 0.63, alpha 2",
-            "iterations": iters,
-            "time_per_iteration_s": wall / iters as f64,
-            "rdp_s": wall / (iters as f64 * n as f64),
-            "share": {
-                "timestep": share(t.timestep),
-                "q_variables": share(t.q_variables),
-                "q_derivatives": share(t.q_derivatives),
-                "flux_residual": share(t.flux_residual),
-                "state_update": share(t.state_update),
-            },
-        }))
-    })
-}
-
-/// Text form of [`bench`].
-pub fn bench_text(v: &serde_json::Value) -> String {
-    let f = |k: &str| v["share"][k].as_f64().unwrap_or(0.0) * 100.0;
-    format!(
-        "lskum on {} ({} points, {} threads): {} iterations, {:.4e} s/iteration, RDP = {:.4e} s\n  \
-         shares: q-derivatives {:.1} %, flux residual {:.1} %, q-variables {:.1} %, state update {:.1} %, time step {:.1} %\n",
-        v["cloud"].as_str().unwrap_or(""),
-        v["points"],
-        v["threads"],
-        v["iterations"],
-        v["time_per_iteration_s"].as_f64().unwrap_or(0.0),
-        v["rdp_s"].as_f64().unwrap_or(0.0),
-        f("q_derivatives"),
-        f("flux_residual"),
-        f("q_variables"),
-        f("state_update"),
-        f("timestep"),
-    )
 }

@@ -1,0 +1,306 @@
+//! The time loop: advance the solver by steps that land on the requested instants, then walk
+//! the activities (guard, output, checkpoint), each on its own [`Schedule`]; progress is shown
+//! on a wall-clock schedule, and the end, convergence or Ctrl-C end the loop.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+use super::report::{self, RunFacts};
+use super::schedule::{Ending, Landing, Schedule, Stop, Trigger};
+use crate::case::Case;
+use crate::error::{Result, SimError};
+use crate::io::{checkpoint, history::History, pvd::Pvd};
+use crate::solver::{Clock, Solver};
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// Ctrl-C: the first finishes the step and checkpoints, a second exits at once.
+pub fn install_ctrlc() {
+    let _ = ctrlc::set_handler(|| {
+        if INTERRUPTED.swap(true, Ordering::SeqCst) {
+            std::process::exit(130);
+        }
+    });
+}
+
+/// What the driver does between steps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Activity {
+    /// NaN/Inf check and a history.csv row.
+    Guard,
+    /// A VTK file and its `.pvd` entry.
+    Output,
+    /// An HDF5 checkpoint (older ones beyond `checkpoint.keep` removed).
+    Checkpoint,
+}
+
+/// The activities of `case` in the order they run after a step. A checkpoint is always
+/// preceded by a guard check, so it never holds NaN/Inf.
+pub fn activities(case: &Case) -> Vec<(Activity, Schedule)> {
+    let mut checkpoint = Schedule(vec![Trigger::Final, Trigger::Interrupt]);
+    checkpoint.0.extend(case.checkpoint.every_steps.map(Trigger::EverySteps));
+    let guard = Schedule(vec![Trigger::EverySteps(case.guard.check_every)]).or(&checkpoint);
+    let mut output = Schedule(vec![Trigger::Final]);
+    output.0.extend(case.output.every_steps.map(Trigger::EverySteps));
+    output.0.extend(case.output.every_time.map(Trigger::EveryTime));
+    vec![(Activity::Guard, guard), (Activity::Output, output), (Activity::Checkpoint, checkpoint)]
+}
+
+/// Where a run writes and how it stops; everything the loop needs besides the solver.
+pub struct Setup<'a> {
+    pub case: &'a Case,
+    pub case_text: &'a str,
+    pub threads: usize,
+    pub out_dir: &'a Path,
+    pub stop: Stop,
+    pub quiet: bool,
+    /// The checkpoint a restart started from.
+    pub restart: Option<PathBuf>,
+}
+
+pub struct Driver<'a> {
+    setup: Setup<'a>,
+    activities: Vec<(Activity, Schedule)>,
+    landing: Landing,
+    start_step: u64,
+    pvd: Pvd,
+    history: History,
+    last_checkpoint: Option<PathBuf>,
+    progress: Progress,
+    /// Time spent inside `advance`, for the bandwidth figure.
+    compute: Duration,
+    started: Instant,
+}
+
+impl<'a> Driver<'a> {
+    pub fn new(setup: Setup<'a>, s: &dyn Solver) -> Result<Self> {
+        let start_step = s.step();
+        let case = setup.case;
+        let keep_until = setup.restart.as_ref().map(|_| start_step);
+        let started = Instant::now();
+        Ok(Driver {
+            activities: activities(case),
+            landing: Landing { end_time: case.time.end_time, every_time: case.output.every_time.into_iter().collect() },
+            start_step,
+            pvd: Pvd::resume(setup.out_dir.join(format!("{}.pvd", case.name)), start_step),
+            history: History::open(crate::io::history::path_in(setup.out_dir), keep_until)?,
+            last_checkpoint: setup.restart.clone(),
+            progress: Progress::new(setup.quiet, start_step, setup.stop.last_step(s), started),
+            compute: Duration::ZERO,
+            started,
+            setup,
+        })
+    }
+
+    /// Run to the end; returns the summary written to summary.json.
+    pub fn drive(&mut self, s: &mut dyn Solver) -> Result<serde_json::Value> {
+        self.begin(s)?;
+        let mut ending = if self.setup.stop.done(s) { Ending::End } else { Ending::Continue };
+        while ending == Ending::Continue {
+            let t_prev = s.time();
+            self.step(s)?;
+            ending = self.ending(s);
+            self.run_due(s, t_prev, ending)?;
+            self.progress.update(s, ending != Ending::Continue);
+        }
+        self.finish(s, ending)
+    }
+
+    fn begin(&mut self, s: &mut dyn Solver) -> Result<()> {
+        if self.setup.restart.is_none() {
+            s.sync()?;
+            self.write_output(s)?;
+            return self.guard(s);
+        }
+        self.pvd.save()?;
+        let at = match s.clock() {
+            Clock::Physical => format!(" (t = {:.6e})", s.time()),
+            Clock::Iterations => String::new(),
+        };
+        self.progress.log(&format!("restarting from step {}{at}", s.step()));
+        Ok(())
+    }
+
+    /// One step of the length the solver proposes, landed on the next requested instant.
+    fn step(&mut self, s: &mut dyn Solver) -> Result<()> {
+        let dt = match s.clock() {
+            Clock::Physical => self.landing.step_length(s.time(), s.propose_dt()?),
+            Clock::Iterations => 0.0,
+        };
+        let t0 = Instant::now();
+        s.advance(dt)?;
+        self.compute += t0.elapsed();
+        Ok(())
+    }
+
+    fn ending(&self, s: &dyn Solver) -> Ending {
+        if self.setup.stop.done(s) {
+            Ending::End
+        } else if s.converged() {
+            Ending::Converged
+        } else if INTERRUPTED.load(Ordering::SeqCst) {
+            Ending::Interrupted
+        } else {
+            Ending::Continue
+        }
+    }
+
+    /// The activities due after this step, with one host sync before them.
+    fn run_due(&mut self, s: &mut dyn Solver, t_prev: f64, ending: Ending) -> Result<()> {
+        let due: Vec<Activity> =
+            self.activities.iter().filter(|(_, when)| when.due(s, t_prev, ending)).map(|(a, _)| *a).collect();
+        if due.is_empty() {
+            return Ok(());
+        }
+        s.sync()?;
+        for activity in due {
+            match activity {
+                Activity::Guard => self.guard(s)?,
+                Activity::Output => self.write_output(s)?,
+                Activity::Checkpoint => self.write_checkpoint(s)?,
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, s: &mut dyn Solver, ending: Ending) -> Result<serde_json::Value> {
+        self.progress.finish();
+        s.sync()?;
+        let results = s.write_results(self.setup.out_dir)?;
+        let facts = RunFacts {
+            case: &self.setup.case.name,
+            threads: self.setup.threads,
+            start_step: self.start_step,
+            compute_s: self.compute.as_secs_f64(),
+            wall_s: self.started.elapsed().as_secs_f64(),
+            outputs: self.pvd.entries.len(),
+            checkpoint: self.last_checkpoint.as_deref(),
+            results: &results,
+        };
+        let summary = report::summary(&facts, s, ending);
+        let text = serde_json::to_string_pretty(&summary).expect("summary serialises");
+        crate::io::write_atomic(&self.setup.out_dir.join("summary.json"), text.as_bytes())?;
+        if ending == Ending::Interrupted {
+            let ck = self.last_checkpoint.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
+            return Err(SimError::Interrupted(format!(
+                "interrupted at step {}{}; checkpoint written. Continue with: sim run --restart {ck}",
+                s.step(),
+                report::time_text(s)
+            )));
+        }
+        Ok(summary)
+    }
+
+    /// NaN/Inf check plus a history row.
+    fn guard(&mut self, s: &dyn Solver) -> Result<()> {
+        if let Some(nf) = s.find_non_finite() {
+            let keep = match &self.last_checkpoint {
+                Some(p) => format!("the last good checkpoint is {}", p.display()),
+                None => "no checkpoint was written yet".into(),
+            };
+            let at: Vec<String> = nf.index.iter().map(|i| i.to_string()).collect();
+            return Err(SimError::Run(format!(
+                "non-finite value {} in field {} at node ({}) at step {}{}; {keep}. \
+                 Reduce the time step or check the parameters.",
+                nf.value,
+                nf.field,
+                at.join(", "),
+                s.step(),
+                report::time_text(s)
+            )));
+        }
+        let wall = self.started.elapsed().as_secs_f64();
+        let time = (s.clock() == Clock::Physical).then(|| s.time());
+        self.history.append(s.step(), time, wall, &s.diagnostics())
+    }
+
+    fn write_output(&mut self, s: &dyn Solver) -> Result<()> {
+        let file = crate::io::output::write(self.setup.out_dir, &self.setup.case.name, s.step(), &s.mesh(), &s.output_fields())?;
+        // ParaView needs a time for every file: under pseudo-time the iteration number.
+        let time = match s.clock() {
+            Clock::Physical => s.time(),
+            Clock::Iterations => s.step() as f64,
+        };
+        self.pvd.add(s.step(), time, file)
+    }
+
+    fn write_checkpoint(&mut self, s: &dyn Solver) -> Result<()> {
+        let dir = self.setup.out_dir;
+        let path = checkpoint::path_for(dir, s.step());
+        let meta = checkpoint::Meta {
+            solver: s.kind().into(),
+            step: s.step(),
+            time: s.time(),
+            precision: s.precision(),
+            backend: s.backend(),
+            case_yaml: self.setup.case_text.into(),
+        };
+        checkpoint::write(&path, &meta, &s.state(), &s.mesh())?;
+        self.last_checkpoint = Some(path);
+        // Keep the newest `keep` checkpoints.
+        let all = checkpoint::list(dir);
+        for (_, old) in all.iter().take(all.len().saturating_sub(self.setup.case.checkpoint.keep)) {
+            let _ = std::fs::remove_file(old);
+            let _ = std::fs::remove_file(old.with_extension("xmf"));
+        }
+        Ok(())
+    }
+}
+
+/// The progress bar on a terminal, else a log line every 10 s (nothing with `--quiet`).
+struct Progress {
+    bar: ProgressBar,
+    quiet: bool,
+    start_step: u64,
+    last_step: u64,
+    started: Instant,
+    last_draw: Instant,
+    last_log: Instant,
+}
+
+impl Progress {
+    const DRAW: Duration = Duration::from_millis(100);
+    const LOG: Duration = Duration::from_secs(10);
+
+    fn new(quiet: bool, start_step: u64, last_step: u64, started: Instant) -> Self {
+        let bar = if quiet { ProgressBar::hidden() } else { ProgressBar::new(last_step.saturating_sub(start_step)) };
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} steps  {per_sec}  ETA {eta}  {msg}",
+            )
+            .expect("valid template"),
+        );
+        Progress { bar, quiet, start_step, last_step, started, last_draw: started, last_log: started }
+    }
+
+    fn update(&mut self, s: &dyn Solver, force: bool) {
+        if self.last_draw.elapsed() > Self::DRAW || force {
+            self.bar.set_position(s.step() - self.start_step);
+            let extra = s.status().map(|x| format!("  {x}")).unwrap_or_default();
+            let at = match s.clock() {
+                Clock::Physical => format!("t = {:.4e}", s.time()),
+                Clock::Iterations => String::new(),
+            };
+            self.bar.set_message(format!("{at}{extra}"));
+            self.last_draw = Instant::now();
+        }
+        if self.bar.is_hidden() && !self.quiet && self.last_log.elapsed() > Self::LOG {
+            let rate = (s.step() - self.start_step) as f64 / self.started.elapsed().as_secs_f64().max(1e-9);
+            eprintln!("step {}/{}{}  {rate:.1} steps/s", s.step(), self.last_step, report::time_text(s));
+            self.last_log = Instant::now();
+        }
+    }
+
+    fn log(&self, line: &str) {
+        if !self.quiet {
+            eprintln!("{line}");
+        }
+    }
+
+    fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+}

@@ -1,0 +1,159 @@
+//! What a run is about to do, read and checked before anything on disk changes: the case,
+//! the checkpoint of a restart, the output directory.
+
+use std::path::{Path, PathBuf};
+
+use crate::case::{Backend, Case};
+use crate::error::{Result, SimError, input};
+use crate::io::checkpoint;
+use crate::real::Precision;
+
+/// Command-line settings of `sim run`.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    pub case: Option<PathBuf>,
+    /// A checkpoint file, a run directory (newest checkpoint) or `latest` (needs `case`).
+    pub restart: Option<String>,
+    pub out: Option<PathBuf>,
+    pub backend: Option<Backend>,
+    pub precision: Option<Precision>,
+    pub threads: Option<usize>,
+    /// Stop after this many steps (counted from the start or restart step).
+    pub steps: Option<u64>,
+    pub overwrite: bool,
+    pub quiet: bool,
+}
+
+/// What a run is about to do, before anything is written.
+pub struct Plan {
+    pub case: Case,
+    pub case_text: String,
+    pub precision: Precision,
+    pub out_dir: PathBuf,
+    pub restart: Option<(PathBuf, checkpoint::Meta, Vec<crate::solver::StateArray>)>,
+}
+
+/// Read and check everything a run needs; nothing on disk is changed.
+pub fn plan(opts: &RunOptions) -> Result<Plan> {
+    let given = match &opts.case {
+        Some(p) => Some(Case::load(p)?),
+        None => None,
+    };
+    let Some(restart) = &opts.restart else {
+        let Some((mut case, case_text)) = given else {
+            return input("give a case file, or --restart with a checkpoint");
+        };
+        if let Some(p) = opts.precision {
+            case.precision = p;
+        }
+        let out_dir = opts.out.clone().unwrap_or_else(|| case.default_out_dir());
+        return Ok(Plan { precision: case.precision, case, case_text, out_dir, restart: None });
+    };
+
+    restart_plan(restart, opts, given)
+}
+
+/// The plan of `--restart`: the checkpoint's stored case, or `given` if it changes only run
+/// controls.
+fn restart_plan(restart: &str, opts: &RunOptions, given: Option<(Case, String)>) -> Result<Plan> {
+    let ck_path = resolve_restart(restart, opts, given.as_ref().map(|g| &g.0))?;
+    let (meta, arrays) = checkpoint::read(&ck_path)?;
+    let bad = |m: String| SimError::Input(format!("checkpoint {}: {m}", ck_path.display()));
+    let stored = Case::parse(&meta.case_yaml, &format!("{} (stored case)", ck_path.display()))
+        .map_err(|e| bad(e.to_string()))?;
+    if stored.solver.kind() != meta.solver {
+        return Err(bad(format!(
+            "solver attribute '{}' does not match its stored case (solver {})",
+            meta.solver,
+            stored.solver.kind()
+        )));
+    }
+    if let Some(p) = opts.precision.filter(|&p| p != meta.precision) {
+        return input(format!(
+            "--precision {}: the checkpoint {} was written in {}; a restart keeps the precision",
+            p.name(),
+            ck_path.display(),
+            meta.precision.name()
+        ));
+    }
+    let (case, case_text) = match given {
+        None => (stored, meta.case_yaml.clone()),
+        Some((new, text)) => {
+            if new.solver != stored.solver {
+                return input(format!(
+                    "case file {}: its solver section differs from the one stored in {}; on restart only \
+                     run controls (time, output, checkpoint, guard, threads, backend) may change",
+                    opts.case.as_ref().unwrap().display(),
+                    ck_path.display()
+                ));
+            }
+            (new, text)
+        }
+    };
+    let out_dir = opts
+        .out
+        .clone()
+        .unwrap_or_else(|| ck_path.parent().map(Path::to_path_buf).unwrap_or_default());
+    Ok(Plan { precision: meta.precision, case, case_text, out_dir, restart: Some((ck_path, meta, arrays)) })
+}
+
+/// The checkpoint a `--restart` value names.
+fn resolve_restart(arg: &str, opts: &RunOptions, case: Option<&Case>) -> Result<PathBuf> {
+    let dir = if arg == "latest" {
+        match (&opts.out, case) {
+            (Some(d), _) => d.clone(),
+            (None, Some(c)) => c.default_out_dir(),
+            (None, None) => return input("--restart latest needs the case file (or --out) to find the run directory"),
+        }
+    } else {
+        let p = PathBuf::from(arg);
+        if !p.is_dir() {
+            return Ok(p);
+        }
+        p
+    };
+    match checkpoint::list(&dir).pop() {
+        Some((_, p)) => Ok(p),
+        None => input(format!("--restart {arg}: no checkpoint_*.h5 in {}", dir.display())),
+    }
+}
+
+/// Files a run writes, which `--overwrite` may remove: the driver's, and the result files of
+/// every solver in the registry.
+fn is_run_file(name: &str) -> bool {
+    name == "history.csv"
+        || name == "summary.json"
+        || name.ends_with(".tmp")
+        || name.ends_with(".pvd")
+        || name.ends_with(".vti")
+        || name.ends_with(".vtu")
+        || (name.starts_with("checkpoint_") && (name.ends_with(".h5") || name.ends_with(".xmf")))
+        || crate::solvers::SOLVERS.iter().any(|e| e.result_files.contains(&name))
+}
+
+/// Make `dir` ready for a fresh run without destroying earlier results by accident.
+pub fn prepare_fresh_dir(dir: &Path, overwrite: bool) -> Result<()> {
+    let entries: Vec<String> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .collect();
+    if !entries.is_empty() {
+        if !overwrite {
+            return input(format!(
+                "output directory {} already holds files (e.g. {}); pass --overwrite to replace them, \
+                 or continue the run with: sim run --restart {}",
+                dir.display(),
+                entries[0],
+                dir.display()
+            ));
+        }
+        for name in entries.iter().filter(|n| is_run_file(n)) {
+            std::fs::remove_file(dir.join(name))
+                .map_err(|e| SimError::Run(format!("cannot remove {}: {e}", dir.join(name).display())))?;
+        }
+    }
+    std::fs::create_dir_all(dir)
+        .map_err(|e| SimError::Input(format!("cannot create output directory {}: {e}", dir.display())))
+}

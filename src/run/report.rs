@@ -1,0 +1,139 @@
+//! What a run says: the `sim check` plan, `summary.json` and its text form.
+
+use std::path::Path;
+
+use super::schedule::{Ending, Stop};
+use crate::case::Case;
+use crate::real::Precision;
+use crate::solver::{Clock, Solver};
+
+/// ` (t = ...)` for a solver with a physical time, nothing under pseudo-time.
+pub fn time_text(s: &dyn Solver) -> String {
+    match s.clock() {
+        Clock::Physical => format!(" (t = {:.6e})", s.time()),
+        Clock::Iterations => String::new(),
+    }
+}
+
+/// The driver's side of a finished run.
+pub struct RunFacts<'a> {
+    pub case: &'a str,
+    pub threads: usize,
+    pub start_step: u64,
+    pub compute_s: f64,
+    pub wall_s: f64,
+    /// Entries of the `.pvd` series.
+    pub outputs: usize,
+    pub checkpoint: Option<&'a Path>,
+    /// Result files the solver wrote.
+    pub results: &'a [String],
+}
+
+/// `summary.json`.
+pub fn summary(run: &RunFacts, s: &dyn Solver, ending: Ending) -> serde_json::Value {
+    let status = match ending {
+        Ending::Converged => "converged",
+        Ending::Interrupted => "interrupted",
+        Ending::End | Ending::Continue => "completed",
+    };
+    let steps_run = s.step() - run.start_step;
+    let per_step = run.compute_s / steps_run.max(1) as f64;
+    let rate = |x: f64| if steps_run > 0 { x / per_step } else { 0.0 };
+    let physical = s.clock() == Clock::Physical;
+    serde_json::json!({
+        "sim_version": env!("CARGO_PKG_VERSION"),
+        "case": run.case,
+        "solver": s.kind(),
+        "status": status,
+        "backend": s.backend(),
+        "precision": s.precision().name(),
+        "threads": run.threads,
+        "clock": if physical { "physical" } else { "iterations" },
+        "start_step": run.start_step,
+        "step": s.step(),
+        "steps_run": steps_run,
+        "time": physical.then(|| s.time()),
+        "dt": physical.then(|| s.dt()),
+        "wall_time_s": run.wall_s,
+        "compute_time_s": run.compute_s,
+        "performance": {
+            "time_per_step_s": per_step,
+            "bw_eff_GBps": rate(s.bytes_per_step()) / 1e9,
+            "mcells_per_s": rate(s.mesh().len() as f64) / 1e6,
+        },
+        "errors": s.report(),
+        "outputs": run.outputs,
+        "results": run.results,
+        "checkpoint": run.checkpoint.map(|p| p.display().to_string()),
+    })
+}
+
+/// Human-readable end-of-run summary.
+pub fn summary_text(v: &serde_json::Value) -> String {
+    let at = match v["time"].as_f64() {
+        Some(t) => format!(", t = {t:.6e}"),
+        None => String::new(),
+    };
+    let mut s = format!(
+        "{} ({}, {}, {}, {} threads): {} at step {}{at}\n",
+        v["case"].as_str().unwrap_or(""),
+        v["solver"].as_str().unwrap_or(""),
+        v["backend"].as_str().unwrap_or(""),
+        v["precision"].as_str().unwrap_or(""),
+        v["threads"],
+        v["status"].as_str().unwrap_or(""),
+        v["step"],
+    );
+    let f = |x: &serde_json::Value| x.as_f64().unwrap_or(0.0);
+    let perf = &v["performance"];
+    s += &format!(
+        "  {} steps in {:.2} s wall ({:.2} s computing): {:.3e} s/step, BW_e = {:.2} GB/s, {:.1} Mcells/s\n",
+        v["steps_run"],
+        f(&v["wall_time_s"]),
+        f(&v["compute_time_s"]),
+        f(&perf["time_per_step_s"]),
+        f(&perf["bw_eff_GBps"]),
+        f(&perf["mcells_per_s"]),
+    );
+    if let Some(e) = v["errors"].as_object() {
+        let parts: Vec<String> =
+            e.iter().filter_map(|(k, x)| x.as_f64().map(|f| format!("{k} = {f:.3e}"))).collect();
+        if !parts.is_empty() {
+            let reference = e.get("reference").and_then(|r| r.as_str()).unwrap_or("reference");
+            s += &format!("  vs {reference}: {}\n", parts.join(", "));
+        }
+    }
+    s += &format!("  {} output files", v["outputs"]);
+    if let Some(c) = v["checkpoint"].as_str() {
+        s += &format!(", checkpoint {c}");
+    }
+    s
+}
+
+/// `sim check`: what the run would do.
+pub fn check_text(case: &Case, precision: Precision, out_dir: &Path, s: &dyn Solver, stop: &Stop) -> String {
+    let last = stop.last_step(s);
+    let mut t = format!("case {}: solver {}, precision {}\n", case.name, case.solver.kind(), precision.name());
+    for line in s.describe() {
+        t += &format!("  {line}\n");
+    }
+    let mem = case.solver.spec().memory_estimate(precision);
+    t += &format!("  memory: {:.1} MiB of field storage\n", mem as f64 / (1u64 << 20) as f64);
+    t += &format!("  steps: {last} (stop at {})\n", stop.text());
+    let outputs = match (case.output.every_steps, case.output.every_time) {
+        (Some(n), _) => format!("every {n} steps (about {} files)", last / n + 2),
+        (None, Some(t)) => format!("every {t} of simulated time (steps land on each multiple)"),
+        (None, None) => "initial and final state".into(),
+    };
+    t += &format!("  output: {} -> {}\n", outputs, out_dir.display());
+    let ck = match case.checkpoint.every_steps {
+        Some(n) => format!("every {n} steps and at the end, keeping {}", case.checkpoint.keep),
+        None => format!("at the end, keeping {}", case.checkpoint.keep),
+    };
+    t += &format!("  checkpoints: {ck}\n");
+    t += &format!("  guard: NaN/Inf check and history.csv row every {} steps\n", case.guard.check_every);
+    if out_dir.exists() {
+        t += &format!("  note: {} exists; a fresh run needs --overwrite\n", out_dir.display());
+    }
+    t
+}

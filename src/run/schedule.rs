@@ -1,0 +1,177 @@
+//! When things happen: the stop condition, step lengths that land on requested instants, and
+//! the schedules of the driver's activities (every N steps, every T of simulated time, at
+//! the end of the run, on an interrupt).
+
+use crate::case::Case;
+use crate::solver::{Clock, Solver};
+
+/// Relative slack on time comparisons: an instant within `TOL * dt` counts as reached.
+const TOL: f64 = 1e-9;
+
+/// Why the run ends after the current step, if it does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ending {
+    Continue,
+    /// `time.end_step`, `time.end_time` or `--steps` reached.
+    End,
+    /// The steady-state test of the solver passed.
+    Converged,
+    /// Ctrl-C.
+    Interrupted,
+}
+
+/// When the run stops.
+#[derive(Clone, Copy, Debug)]
+pub struct Stop {
+    pub end_step: Option<u64>,
+    pub end_time: Option<f64>,
+}
+
+impl Stop {
+    /// The case's stop, with `--steps` counted from `start`.
+    pub fn of(case: &Case, steps: Option<u64>, start: u64) -> Stop {
+        let by_opt = steps.map(|n| start + n);
+        let end_step = match (case.time.end_step, by_opt) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        Stop { end_step, end_time: case.time.end_time }
+    }
+
+    pub fn done(&self, s: &dyn Solver) -> bool {
+        let by_time = s.clock() == Clock::Physical && self.end_time.is_some_and(|t| t - s.time() <= TOL * s.dt());
+        self.end_step.is_some_and(|e| s.step() >= e) || by_time
+    }
+
+    /// Step number at which the run will stop (with full steps; landing on output instants
+    /// may add a few).
+    pub fn last_step(&self, s: &dyn Solver) -> u64 {
+        let by_time = self
+            .end_time
+            .filter(|_| s.clock() == Clock::Physical)
+            .map(|t| s.step() + ((t - s.time()) / s.dt() - TOL).ceil().max(0.0) as u64);
+        match (self.end_step, by_time) {
+            (Some(a), Some(b)) => a.min(b),
+            (Some(a), None) => a,
+            (None, Some(b)) => b,
+            (None, None) => s.step(),
+        }
+    }
+
+    pub fn text(&self) -> String {
+        match (self.end_step, self.end_time) {
+            (Some(n), Some(t)) => format!("step {n} or t = {t}"),
+            (Some(n), None) => format!("step {n}"),
+            (None, Some(t)) => format!("t = {t}"),
+            (None, None) => "start".into(),
+        }
+    }
+}
+
+/// Instants a step must land on exactly: the end time and every multiple of the output
+/// interval.
+#[derive(Clone, Debug, Default)]
+pub struct Landing {
+    pub end_time: Option<f64>,
+    pub every_time: Vec<f64>,
+}
+
+impl Landing {
+    /// Length of the step from `t` for the proposal `dt`: shortened (or stretched by at most
+    /// `TOL`, instead of leaving a sliver) to end exactly on the next instant. `t + (T - t)`
+    /// is exactly `T` in floating point whenever `T/2 <= t`, i.e. for every step that lands
+    /// after the first (Sterbenz).
+    pub fn step_length(&self, t: f64, dt: f64) -> f64 {
+        let next_output = self.every_time.iter().map(|&every| next_multiple(t, every));
+        let target = self.end_time.into_iter().chain(next_output).fold(f64::INFINITY, f64::min);
+        let remaining = target - t;
+        if remaining <= dt * (1.0 + TOL) { remaining } else { dt }
+    }
+}
+
+/// The first multiple of `every` after `t` (`t` itself counts as passed).
+fn next_multiple(t: f64, every: f64) -> f64 {
+    (multiples(t, every) + 1.0) * every
+}
+
+/// Multiples of `every` reached at `t`.
+fn multiples(t: f64, every: f64) -> f64 {
+    (t / every + TOL).floor()
+}
+
+/// One way an activity becomes due.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Trigger {
+    EverySteps(u64),
+    /// At each multiple of this simulated time.
+    EveryTime(f64),
+    /// At the end of the run or at convergence.
+    Final,
+    /// When Ctrl-C stops the run.
+    Interrupt,
+}
+
+/// A list of triggers: due when any is.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Schedule(pub Vec<Trigger>);
+
+impl Schedule {
+    /// Due after a step that went from `t_prev` to the solver's state and ends the run as
+    /// `ending` says.
+    pub fn due(&self, s: &dyn Solver, t_prev: f64, ending: Ending) -> bool {
+        self.0.iter().any(|trigger| match *trigger {
+            Trigger::EverySteps(n) => s.step().is_multiple_of(n),
+            Trigger::EveryTime(every) => {
+                s.clock() == Clock::Physical && multiples(s.time(), every) > multiples(t_prev, every)
+            }
+            Trigger::Final => matches!(ending, Ending::End | Ending::Converged),
+            Trigger::Interrupt => ending == Ending::Interrupted,
+        })
+    }
+
+    /// Due whenever `self` or `other` is.
+    pub fn or(&self, other: &Schedule) -> Schedule {
+        Schedule(self.0.iter().chain(&other.0).copied().collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steps_land_exactly_on_output_instants_and_the_end() {
+        let landing = Landing { end_time: Some(1.0), every_time: vec![0.1] };
+        let dt = 0.03;
+        let (mut t, mut hits) = (0.0f64, Vec::new());
+        while 1.0 - t > TOL * dt {
+            let h = landing.step_length(t, dt);
+            assert!(h > 0.0 && h <= dt * (1.0 + TOL), "step {h} at t = {t}");
+            let before = t;
+            t += h;
+            if multiples(t, 0.1) > multiples(before, 0.1) {
+                hits.push(t);
+            }
+        }
+        let expected: Vec<f64> = (1..=10).map(|k| k as f64 * 0.1).collect();
+        assert_eq!(hits, expected, "output instants hit bitwise");
+        assert_eq!(t, 1.0);
+    }
+
+    #[test]
+    fn a_step_just_short_of_an_instant_is_stretched_not_followed_by_a_sliver() {
+        let landing = Landing { end_time: None, every_time: vec![1.0] };
+        let dt = 0.5 * (1.0 - 1e-12);
+        assert_eq!(landing.step_length(0.5, dt), 0.5);
+        assert_eq!(landing.step_length(0.0, dt), dt);
+        // An instant further away than TOL is not stretched to.
+        assert_eq!(landing.step_length(0.0, 0.4), 0.4);
+    }
+
+    #[test]
+    fn schedules_combine() {
+        let a = Schedule(vec![Trigger::EverySteps(10)]);
+        let b = Schedule(vec![Trigger::Interrupt]);
+        assert_eq!(a.or(&b).0, vec![Trigger::EverySteps(10), Trigger::Interrupt]);
+    }
+}

@@ -29,20 +29,23 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, input};
+use crate::numerics::Scheme;
 
 pub use cloud::{Cloud, CloudFormat};
 pub use scheme::ForcePoints;
 use kernels::{Reconstruct, V4};
 use scheme::{Settings, State};
 
-/// Time integration of the pseudo-time iterations.
+/// Time integration of the pseudo-time iterations (the names of [`Scheme`] are aliases).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TimeScheme {
     /// Four-stage third-order strong-stability-preserving Runge-Kutta.
     #[default]
+    #[serde(alias = "ssp43")]
     Ssprk43,
     /// Forward Euler.
+    #[serde(alias = "forward_euler")]
     First,
 }
 
@@ -185,9 +188,9 @@ impl LskumParams {
                 (Accuracy::Second, Limiter::Venkat) => Reconstruct::Venkat,
                 (Accuracy::Second, Limiter::Minmax) => Reconstruct::MinMax,
             },
-            stages: match self.tscheme {
-                TimeScheme::Ssprk43 => 4,
-                TimeScheme::First => 1,
+            scheme: match self.tscheme {
+                TimeScheme::Ssprk43 => Scheme::Ssp43,
+                TimeScheme::First => Scheme::ForwardEuler,
             },
             winf: kernels::free_stream(self.mach, self.aoa),
         }
@@ -473,8 +476,8 @@ impl Solver for Lskum {
     }
     fn bytes_per_step(&self) -> f64 {
         // stages x (read prim + write q, read q/derivatives of the stencil once, write R, update)
-        let n = self.cloud.len() as f64;
-        self.set.stages as f64 * n * 8.0 * (8.0 + 8.0 * (1 + self.set.inner_iterations) as f64 + 16.0 + 16.0)
+        let (n, stages) = (self.cloud.len() as f64, self.set.scheme.stages().len() as f64);
+        stages * n * 8.0 * (8.0 + 8.0 * (1 + self.set.inner_iterations) as f64 + 16.0 + 16.0)
     }
     fn describe(&self) -> Vec<String> {
         let (w, i, o) = self.counts();
@@ -493,7 +496,7 @@ impl Solver for Lskum {
                 self.params.aoa,
                 self.params.cfl,
                 self.params.tscheme,
-                self.set.stages,
+                self.set.scheme.stages().len(),
                 self.params.inner_iterations,
                 self.params.vl_const,
                 self.params.power

@@ -1,12 +1,14 @@
-//! One q-LSKUM iteration over a whole cloud: local time step, then per Runge-Kutta stage
-//! q-variables, q-derivatives (with inner iterations), flux residual and state update.
-//! Every pass is a rayon loop over points that calls the per-point functions of
-//! [`super::kernels`]; all scratch arrays are allocated once.
+//! One q-LSKUM iteration over a whole cloud, a Runge-Kutta step of [`crate::numerics::rk`]:
+//! local time step, then per stage q-variables, q-derivatives (with inner iterations), flux
+//! residual and state update. Every pass is a rayon loop over points that calls the
+//! per-point functions of [`super::kernels`]; all scratch arrays are allocated once.
 
 use rayon::prelude::*;
 
 use super::cloud::{Cloud, Csr, INTERIOR, OUTER, WALL};
 use super::kernels::{self as k, FluxKind, LsSums, Reconstruct, V4};
+use crate::error::Result;
+use crate::numerics::rk::{self, RkState, Scheme, Stage};
 
 /// Numerical settings of the scheme.
 #[derive(Clone, Copy, Debug)]
@@ -16,8 +18,8 @@ pub struct Settings {
     pub vl_const: f64,
     pub power: f64,
     pub reconstruct: Reconstruct,
-    /// 4 for SSP(4,3), 1 for forward Euler.
-    pub stages: u32,
+    /// Runge-Kutta scheme of the pseudo-time iterations.
+    pub scheme: Scheme,
     pub winf: V4,
 }
 
@@ -293,8 +295,9 @@ impl FluxInput<'_> {
     }
 }
 
-/// State update of one point for RK stage `stage` (1-based) of `stages` (spec 9.3, 9.4).
-/// Returns the new primitive state and the squared density change (0 at outer points).
+/// State update of one point for a Runge-Kutta stage (spec 9.3, 9.4) with the point's local
+/// time step `dt`. Returns the new primitive state and the squared density change (0 at outer
+/// points).
 #[inline]
 #[allow(clippy::too_many_arguments)]
 pub fn update_point(
@@ -305,11 +308,9 @@ pub fn update_point(
     prim_old: V4,
     res: V4,
     dt: f64,
-    stage: u32,
-    stages: u32,
+    stage: &Stage,
     winf: V4,
 ) -> (V4, f64) {
-    let euler = if stages == 1 { 2.0 } else { 1.0 };
     let (u, u_old) = if flag == OUTER {
         (k::outer_state(prim, winf, nx, ny), k::outer_state(prim_old, winf, nx, ny))
     } else {
@@ -317,12 +318,7 @@ pub fn update_point(
     };
     let mut un = [0.0; 4];
     for m in 0..4 {
-        un[m] = u[m] - 0.5 * euler * dt * res[m];
-    }
-    if stages == 4 && stage == 3 {
-        for m in 0..4 {
-            un[m] = (2.0 / 3.0) * u_old[m] + (1.0 / 3.0) * un[m];
-        }
+        un[m] = stage.apply(u_old[m], u[m], dt, res[m]);
     }
     if flag == WALL {
         un[2] = 0.0;
@@ -348,40 +344,62 @@ pub fn iterate(c: &Cloud, s: &mut State, set: &Settings) -> f64 {
 
 /// [`iterate`] adding the time of each phase to `t`.
 pub fn iterate_timed(c: &Cloud, s: &mut State, set: &Settings, t: &mut Timers) -> f64 {
-    use std::time::Instant;
-    let n = c.len();
-    let t0 = Instant::now();
-    s.prim_old.par_iter_mut().zip(s.prim.par_iter()).for_each(|(o, p)| *o = *p);
-    {
+    let ok = rk::step(&mut CpuStages { c, s: &mut *s, set, t }, set.scheme);
+    debug_assert!(ok.is_ok(), "CPU stages cannot fail");
+    // In point order, so the result does not depend on the thread count.
+    let sum: f64 = s.dsq.iter().sum();
+    sum.sqrt() / c.len() as f64
+}
+
+/// The Runge-Kutta stages of an iteration on the CPU, timed by phase.
+struct CpuStages<'a> {
+    c: &'a Cloud,
+    s: &'a mut State,
+    set: &'a Settings,
+    t: &'a mut Timers,
+}
+
+impl RkState for CpuStages<'_> {
+    /// Saves the primitive state and computes the local time steps.
+    fn begin(&mut self) -> Result<()> {
+        let t0 = std::time::Instant::now();
+        let (c, s, cfl) = (self.c, &mut *self.s, self.set.cfl);
+        s.prim_old.par_iter_mut().zip(s.prim.par_iter()).for_each(|(o, p)| *o = *p);
         let prim = &s.prim;
-        s.dt.par_iter_mut().enumerate().for_each(|(i, d)| *d = local_dt(c, prim, set.cfl, i));
+        s.dt.par_iter_mut().enumerate().for_each(|(i, d)| *d = local_dt(c, prim, cfl, i));
+        self.t.timestep += t0.elapsed().as_secs_f64();
+        Ok(())
     }
-    t.timestep += t0.elapsed().as_secs_f64();
-    for stage in 1..=set.stages {
+
+    /// q-variables, q-derivatives and flux residual of the current state.
+    fn residual(&mut self, _stage: usize) -> Result<()> {
+        use std::time::Instant;
+        let (c, s, set) = (self.c, &mut *self.s, self.set);
         let t0 = Instant::now();
         s.q.par_iter_mut().zip(s.prim.par_iter()).for_each(|(q, p)| *q = k::q_of_prim(*p));
         let t1 = Instant::now();
         q_derivatives(c, s, set);
         let t2 = Instant::now();
-        {
-            let fi = FluxInput { c, q: &s.q, qx: &s.qx, qy: &s.qy, qmax: &s.qmax, qmin: &s.qmin, set };
-            s.res.par_iter_mut().enumerate().for_each(|(i, r)| *r = fi.residual(i));
-        }
+        let fi = FluxInput { c, q: &s.q, qx: &s.qx, qy: &s.qy, qmax: &s.qmax, qmin: &s.qmin, set };
+        s.res.par_iter_mut().enumerate().for_each(|(i, r)| *r = fi.residual(i));
         let t3 = Instant::now();
-        t.q_variables += (t1 - t0).as_secs_f64();
-        t.q_derivatives += (t2 - t1).as_secs_f64();
-        t.flux_residual += (t3 - t2).as_secs_f64();
+        self.t.q_variables += (t1 - t0).as_secs_f64();
+        self.t.q_derivatives += (t2 - t1).as_secs_f64();
+        self.t.flux_residual += (t3 - t2).as_secs_f64();
+        Ok(())
+    }
+
+    /// New primitive state and squared density change of every point.
+    fn update(&mut self, stage: &Stage) -> Result<()> {
+        let t0 = std::time::Instant::now();
+        let (c, s, winf) = (self.c, &mut *self.s, self.set.winf);
         let (res, dt, old) = (&s.res, &s.dt, &s.prim_old);
         s.prim.par_iter_mut().zip(s.dsq.par_iter_mut()).enumerate().for_each(|(i, (p, d))| {
-            let (w, dd) = update_point(c.flag[i], c.nx[i], c.ny[i], *p, old[i], res[i], dt[i], stage, set.stages, set.winf);
-            *p = w;
-            *d = dd;
+            (*p, *d) = update_point(c.flag[i], c.nx[i], c.ny[i], *p, old[i], res[i], dt[i], stage, winf);
         });
-        t.state_update += t3.elapsed().as_secs_f64();
+        self.t.state_update += t0.elapsed().as_secs_f64();
+        Ok(())
     }
-    // In point order, so the result does not depend on the thread count.
-    let sum: f64 = s.dsq.iter().sum();
-    sum.sqrt() / n as f64
 }
 
 /// q-derivatives of the current q: first-order estimate, then the inner iterations.
@@ -445,6 +463,7 @@ pub fn coefficients(c: &Cloud, prim: &[V4], mach: f64, aoa_deg: f64, which: Forc
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::solvers::lskum::{LskumParams, TimeScheme};
 
     /// A jittered n x n grid with 3x3-block neighbours, all points interior.
     fn jittered(n: usize, seed: &mut u64) -> Cloud {
@@ -494,7 +513,7 @@ mod tests {
                 vl_const: 50.0,
                 power,
                 reconstruct: Reconstruct::Venkat,
-                stages: 4,
+                scheme: Scheme::Ssp43,
                 winf: k::free_stream(0.5, 0.0),
             };
             let mut s = State::new(c.len(), set.winf);
@@ -533,7 +552,7 @@ mod tests {
             vl_const: 5.0,
             power: 0.0,
             reconstruct: Reconstruct::Venkat,
-            stages: 4,
+            scheme: Scheme::Ssp43,
             winf: k::free_stream(0.63, 2.0),
         };
         let mut s = State::new(c.len(), set.winf);
@@ -549,6 +568,44 @@ mod tests {
         }
     }
 
+    /// The stages of the time schemes give the bits of the former hard-coded update:
+    /// `u - 0.5 * euler * dt * res` (euler 2 for forward Euler, 1 for SSP(4,3)), blended as
+    /// `(2/3) u_old + (1/3) un` at stage 3 of SSP(4,3).
+    #[test]
+    fn stages_reproduce_the_former_update() {
+        let v = crate::testing::noise(4000, 7);
+        for (tscheme, euler) in [(TimeScheme::Ssprk43, 1.0), (TimeScheme::First, 2.0)] {
+            let stages = LskumParams { tscheme, ..LskumParams::with_cloud("x", Default::default(), 0.5, 0.0) }
+                .settings()
+                .scheme
+                .stages();
+            for (k, stage) in stages.iter().enumerate() {
+                for x in v.chunks_exact(4) {
+                    let (u_old, u, dt, res) = (x[0] * 3.0 - 1.0, x[1] * 2.0 + 0.5, x[2] * 1e-3, x[3] * 40.0 - 20.0);
+                    let mut un = u - 0.5 * euler * dt * res;
+                    if stages.len() == 4 && k + 1 == 3 {
+                        un = (2.0 / 3.0) * u_old + (1.0 / 3.0) * un;
+                    }
+                    assert_eq!(stage.apply(u_old, u, dt, res).to_bits(), un.to_bits(), "{tscheme:?} stage {k}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn time_scheme_names() {
+        for (name, t) in [
+            ("ssprk43", TimeScheme::Ssprk43),
+            ("ssp43", TimeScheme::Ssprk43),
+            ("first", TimeScheme::First),
+            ("forward_euler", TimeScheme::First),
+        ] {
+            assert_eq!(serde_json::from_str::<TimeScheme>(&format!("\"{name}\"")).unwrap(), t);
+        }
+        assert_eq!(serde_json::to_string(&TimeScheme::Ssprk43).unwrap(), "\"ssprk43\"");
+        assert_eq!(serde_json::to_string(&TimeScheme::First).unwrap(), "\"first\"");
+    }
+
     #[test]
     fn uniform_free_stream_has_zero_residual() {
         let mut seed = 11u64;
@@ -559,7 +616,7 @@ mod tests {
             vl_const: 50.0,
             power: 0.0,
             reconstruct: Reconstruct::Venkat,
-            stages: 4,
+            scheme: Scheme::Ssp43,
             winf: k::free_stream(0.63, 2.0),
         };
         let mut s = State::new(c.len(), set.winf);

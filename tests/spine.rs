@@ -31,6 +31,10 @@ fn pvd_times_are_exactly_the_requested_multiples() {
         serde_json::from_str(&std::fs::read_to_string(dir.join("out/h/summary.json")).unwrap()).unwrap();
     assert_eq!(summary["time"].as_f64(), Some(0.05));
     assert_eq!(summary["clock"], "physical");
+    // Continued into a directory that does not exist yet, to a later end.
+    write(&dir, "h.yaml", &case.replace("end_time: 0.05", "end_time: 0.07"));
+    ok(sim(&dir, &["run", "--restart", "out/h", "h.yaml", "--quiet", "--out", "more/h"]));
+    assert_eq!(pvd_times(&dir.join("more/h/h.pvd")), vec![6.0 * 0.01, 7.0 * 0.01]);
     std::fs::remove_dir_all(dir).unwrap();
 }
 

@@ -51,8 +51,12 @@ pub fn run(opts: &RunOptions) -> Result<serde_json::Value> {
             stop.text()
         ));
     }
-    if restart.is_none() {
-        plan::prepare_fresh_dir(&plan.out_dir, opts.overwrite)?;
+    match restart {
+        None => plan::prepare_fresh_dir(&plan.out_dir, opts.overwrite)?,
+        // A restart may continue into a new directory (--out).
+        Some(_) => std::fs::create_dir_all(&plan.out_dir).map_err(|e| {
+            SimError::Input(format!("cannot create output directory {}: {e}", plan.out_dir.display()))
+        })?,
     }
     if !opts.quiet
         && let Some(n) = note

@@ -9,6 +9,7 @@ pub mod cuda;
 pub mod error;
 pub mod info;
 pub mod io;
+pub mod mesh;
 pub mod numerics;
 pub mod padded;
 pub mod real;

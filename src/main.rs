@@ -141,10 +141,10 @@ fn main() -> ExitCode {
             if body != "naca0012" {
                 Err(sim::SimError::Input(format!("sim mesh {body}: only naca0012 is available")))
             } else {
-                let o = sim::solvers::lskum::mesh::MeshOptions {
+                let o = sim::mesh::MeshOptions {
                     kind, points, ni, nj, radius, first_spacing, thickness, closure, format, out,
                 };
-                sim::solvers::lskum::mesh::generate(&o).map(|s| print!("{s}"))
+                sim::mesh::generate(&o).map(|s| print!("{s}"))
             }
         }
         Command::Bench { name, size, precision, threads, seconds, backend, variant, block, json, .. } => {

@@ -2,7 +2,8 @@
 //! and the line or point.
 
 use sim::SimError;
-use sim::solvers::lskum::cloud::{self, CloudFormat, INTERIOR, OUTER, WALL};
+use sim::mesh::cloud_file::{self, CloudFormat};
+use sim::solvers::lskum::cloud::{INTERIOR, OUTER, WALL};
 
 const MESHES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/meshes");
 
@@ -12,7 +13,7 @@ fn legacy_text() -> String {
 
 /// Parse, expect an input error, return its message.
 fn bad(text: &str, format: CloudFormat) -> String {
-    match cloud::parse(text, "bad.txt", format) {
+    match cloud_file::parse(text, "bad.txt", format) {
         Err(SimError::Input(m)) => {
             assert!(m.starts_with("bad.txt"), "message does not name the file: {m}");
             m
@@ -33,7 +34,7 @@ fn with_line(text: &str, line: usize, f: impl Fn(&str) -> String) -> String {
 
 #[test]
 fn shipped_clouds_load() {
-    let c = cloud::load(format!("{MESHES}/naca0012_9600_legacy.txt").as_ref(), CloudFormat::Legacy).unwrap();
+    let c = cloud_file::load(format!("{MESHES}/naca0012_9600_legacy.txt").as_ref(), CloudFormat::Legacy).unwrap();
     assert_eq!(c.len(), 9600);
     let count = |f| c.flag.iter().filter(|&&x| x == f).count();
     assert_eq!((count(WALL), count(INTERIOR), count(OUTER)), (159, 9281, 160));
@@ -41,7 +42,7 @@ fn shipped_clouds_load() {
     assert!(c.nx[80] < -0.99, "LE normal {} {}", c.nx[80], c.ny[80]);
     // far-field normal at the first outer point points outward (+x)
     assert!(c.nx[9440] > 0.99);
-    let old = cloud::load(format!("{MESHES}/naca0012_9600_oldformat.txt").as_ref(), CloudFormat::Old).unwrap();
+    let old = cloud_file::load(format!("{MESHES}/naca0012_9600_oldformat.txt").as_ref(), CloudFormat::Old).unwrap();
     assert_eq!(old.len(), 9600);
     assert_eq!(old.x, c.x);
     assert_eq!(old.y, c.y);
@@ -53,14 +54,14 @@ fn shipped_clouds_load() {
             assert_eq!((old.left[i], old.right[i]), (c.left[i], c.right[i]), "point {}", i + 1);
         }
     }
-    let pi = cloud::load(format!("{MESHES}/naca0012_17339_point-input.txt").as_ref(), CloudFormat::PointInput).unwrap();
+    let pi = cloud_file::load(format!("{MESHES}/naca0012_17339_point-input.txt").as_ref(), CloudFormat::PointInput).unwrap();
     assert_eq!(pi.len(), 17339);
     assert!(pi.min_dist.iter().all(|&d| d > 0.0));
 }
 
 #[test]
 fn missing_file() {
-    match cloud::load("no/such/cloud.txt".as_ref(), CloudFormat::Legacy) {
+    match cloud_file::load("no/such/cloud.txt".as_ref(), CloudFormat::Legacy) {
         Err(SimError::Input(m)) => assert!(m.contains("no/such/cloud.txt"), "{m}"),
         _ => panic!("expected an input error"),
     }
@@ -169,14 +170,14 @@ fn header_and_counts() {
 
 #[test]
 fn generated_cloud_round_trips_through_both_writers() {
-    use sim::solvers::lskum::mesh::{OGrid, ogrid};
+    use sim::mesh::ogrid::{OGrid, ogrid};
     let g = ogrid(&OGrid { ni: 64, nj: 24, ..Default::default() }).unwrap();
     let dir = std::env::temp_dir().join(format!("sim_cloud_rt_{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     for (name, format) in [("a.txt", CloudFormat::Sim), ("b.txt", CloudFormat::Legacy)] {
         let path = dir.join(name);
         if format == CloudFormat::Sim { g.write_sim(&path).unwrap() } else { g.write_legacy(&path).unwrap() }
-        let r = cloud::load(&path, format).unwrap();
+        let r = cloud_file::load(&path, format).unwrap();
         assert_eq!((&r.x, &r.y, &r.conn, &r.flag, &r.left, &r.right), (&g.x, &g.y, &g.conn, &g.flag, &g.left, &g.right));
         assert_eq!(r.min_dist, g.min_dist);
         assert_eq!((&r.nx, &r.ny), (&g.nx, &g.ny));

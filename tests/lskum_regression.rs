@@ -150,7 +150,7 @@ fn long_validation_9600_four_decades() {
 #[test]
 #[ignore]
 fn refinement_drag_falls() {
-    use sim::solvers::lskum::mesh::{OGrid, ogrid};
+    use sim::mesh::ogrid::{OGrid, ogrid};
     let mut cds = Vec::new();
     for (ni, nj, h) in [(80, 30, 4e-3), (160, 60, 2e-3)] {
         let cloud = ogrid(&OGrid { ni, nj, first_spacing: h, ..Default::default() }).unwrap();

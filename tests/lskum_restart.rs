@@ -110,7 +110,7 @@ fn mesh_cli_writes_a_loadable_cloud_and_rejects_bad_options() {
         .output()
         .unwrap();
     assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
-    let c = sim::solvers::lskum::cloud::load(&out, sim::solvers::lskum::CloudFormat::Sim).unwrap();
+    let c = sim::mesh::cloud_file::load(&out, sim::solvers::lskum::CloudFormat::Sim).unwrap();
     assert_eq!(c.len(), 2400);
     for args in [vec!["--ni", "8", "--nj", "30"], vec!["--type", "hexagons"], vec!["--radius=1"]] {
         let st = std::process::Command::new(env!("CARGO_BIN_EXE_sim"))
@@ -167,7 +167,7 @@ fn vtu_output_reads_back() {
 #[test]
 fn rdp_counts_only_the_iterations_of_this_process() {
     use sim::solver::Solver;
-    use sim::solvers::lskum::mesh::{OGrid, ogrid};
+    use sim::mesh::ogrid::{OGrid, ogrid};
     use sim::solvers::lskum::{CloudFormat, Lskum, LskumParams};
     let cloud = ogrid(&OGrid { ni: 40, nj: 15, first_spacing: 8e-3, ..Default::default() }).unwrap();
     let p = LskumParams::with_cloud("generated", CloudFormat::Sim, 0.63, 2.0);

@@ -6,11 +6,12 @@
 //! steps differ from point to point, so there is no global physical time, and
 //! `time.end_step` of the case is the number of iterations.
 //!
-//! * [`cloud`]: point-cloud formats, validation, normals, split stencils (CSR).
+//! * [`cloud`]: the point cloud, its neighbour lists and split stencils (CSR).
 //! * [`kernels`]: per-point numerics (q-variables, split/quadrant fluxes, least squares,
 //!   limiter, conserved/outer states, time step, C_p).
 //! * [`scheme`]: one iteration over the cloud (rayon over points, no allocation).
-//! * [`mesh`], [`quadtree`]: `sim mesh naca0012` generators.
+//! * [`crate::mesh`]: cloud files ([`crate::mesh::cloud_file`]) and the `sim mesh naca0012`
+//!   generators.
 //!
 //! Run outputs: `<name>_<step>.vtu` point clouds (rho, velocity, p, Mach, Cp, flag),
 //! `history.csv` (residue = log10 of the density residual relative to iteration 2, cl, cd, cm),
@@ -20,8 +21,6 @@
 
 pub mod cloud;
 pub mod kernels;
-pub mod mesh;
-pub mod quadtree;
 pub mod scheme;
 
 use std::path::PathBuf;
@@ -29,9 +28,13 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, input};
+use crate::mesh::cloud_file;
+use crate::mesh::naca::Closure;
+use crate::mesh::quadtree::quadtree_points;
 use crate::numerics::Scheme;
 
-pub use cloud::{Cloud, CloudFormat};
+pub use cloud::Cloud;
+pub use cloud_file::CloudFormat;
 pub use scheme::ForcePoints;
 use kernels::{Reconstruct, V4};
 use scheme::{Settings, State};
@@ -219,7 +222,7 @@ pub struct Lskum {
 impl Lskum {
     /// Load the cloud of `p` and start from the free stream.
     pub fn new(p: &LskumParams) -> Result<Self> {
-        let cloud = cloud::load(&p.cloud, p.format)?;
+        let cloud = cloud_file::load(&p.cloud, p.format)?;
         Ok(Self::with_cloud(p, cloud))
     }
 
@@ -339,7 +342,7 @@ impl Registered for LskumParams {
             return input("--backend cuda: solver lskum has no CUDA kernels yet");
         }
         let p = LskumParams::with_cloud("generated", CloudFormat::Sim, 0.63, 2.0);
-        let cloud = quadtree::quadtree_points(points, 0.12, mesh::Closure::Scaled, 10.0)?;
+        let cloud = quadtree_points(points, 0.12, Closure::Scaled, 10.0)?;
         Ok(Box::new(Lskum::with_cloud(&p, cloud)))
     }
 }

@@ -7,9 +7,10 @@
 use std::collections::HashMap;
 
 use crate::error::{Result, SimError};
+use crate::solvers::lskum::cloud::{Cloud, INTERIOR, NONE, OUTER, WALL};
 
-use super::cloud::{Cloud, Csr, INTERIOR, NONE, OUTER, WALL};
-use super::mesh::{Closure, finish_with, surface_points};
+use super::finish::{csr_from_lists, finish_with};
+use super::naca::{Closure, surface_points};
 
 /// Settings of the quadtree generator.
 #[derive(Clone, Copy, Debug)]
@@ -145,7 +146,30 @@ fn crosses(p: (f64, f64), q: (f64, f64), a: (f64, f64), b: (f64, f64)) -> bool {
 
 /// Generate the cloud.
 pub fn quadtree(q: &QuadTree) -> Result<Cloud> {
-    let bad = |m: String| SimError::Input(format!("sim mesh naca0012 (quadtree): {m}"));
+    check_settings(q)?;
+    let surf = surface_points(q.surface, q.thickness, q.closure);
+    let mut t = refined_tree(q, &surf)?;
+    balance(&mut t, &surf);
+    // Points: in a deterministic order (surface first, clockwise from the TE, then by cell).
+    let mut keys: Vec<Key> = t.leaves.keys().copied().collect();
+    keys.sort_unstable();
+    let mut c = Cloud::default();
+    let mut id: HashMap<Key, u32> = HashMap::with_capacity(keys.len());
+    add_surface_points(&mut c, &mut id, &t, &keys, &surf)?;
+    add_cell_points(&mut c, &mut id, &t, &keys, &surf);
+    c.conn = csr_from_lists(neighbour_lists(&c, &id, &t, &keys, &surf));
+    let allowed = |c: &Cloud, i: usize, k: usize| {
+        (c.shape[i] > 0 && c.shape[k] > 0) || !blocked(&surf, (c.x[i], c.y[i]), (c.x[k], c.y[k]))
+    };
+    finish_with(c, "quadtree", &allowed)
+}
+
+/// An input error about the quadtree settings.
+fn bad(m: String) -> SimError {
+    SimError::Input(format!("sim mesh naca0012 (quadtree): {m}"))
+}
+
+fn check_settings(q: &QuadTree) -> Result<()> {
     if q.surface < 40 || q.surface > 1_000_000 {
         return Err(bad(format!("{} surface points: choose 40 .. 1 000 000", q.surface)));
     }
@@ -155,14 +179,18 @@ pub fn quadtree(q: &QuadTree) -> Result<Cloud> {
     if !(q.growth > 1e-4 && q.growth <= 1.0) {
         return Err(bad(format!("growth {} must be in (1e-4, 1]", q.growth)));
     }
-    let ns = q.surface;
-    let surf = surface_points(ns, q.thickness, q.closure);
+    Ok(())
+}
+
+/// Split cells holding more than one surface point or larger than growth x their distance from
+/// the aerofoil (at least the mean surface spacing); a leaf holding a surface point records it.
+fn refined_tree(q: &QuadTree, surf: &[(f64, f64)]) -> Result<Tree> {
+    const MAX_LEVEL: u8 = 28;
+    let ns = surf.len();
     let mut t = Tree { leaves: HashMap::new(), x0: 0.5 - q.half_width, y0: -q.half_width, size: 2.0 * q.half_width };
     t.leaves.insert((0, 0, 0), u32::MAX);
-    const MAX_LEVEL: u8 = 28;
     // size-function floor: about the mean surface spacing
     let h_floor = 2.0 / ns as f64;
-    // Refine: more than one surface point in a cell, or cell larger than growth x distance.
     let mut stack: Vec<(Key, Vec<u32>)> = vec![((0, 0, 0), (0..ns as u32).collect())];
     while let Some((k, pts)) = stack.pop() {
         let (cx, cy, h) = t.cell(k);
@@ -192,9 +220,14 @@ pub fn quadtree(q: &QuadTree) -> Result<Cloud> {
             return Err(bad("more than 60 million cells; reduce the size".into()));
         }
     }
-    // 2:1 balance across edges and corners.
+    Ok(t)
+}
+
+/// 2:1 balance across edges and corners: split leaves more than one level coarser than a
+/// neighbour (a surface point goes to the child that contains it).
+fn balance(t: &mut Tree, surf: &[(f64, f64)]) {
     let mut queue: Vec<Key> = t.leaves.keys().copied().collect();
-    queue.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+    queue.sort_unstable_by_key(|k| std::cmp::Reverse(k.0));
     while let Some(k) = queue.pop() {
         if !t.leaves.contains_key(&k) || k.0 < 2 {
             continue;
@@ -223,13 +256,20 @@ pub fn quadtree(q: &QuadTree) -> Result<Cloud> {
             }
         }
     }
-    // Points: in a deterministic order (surface first, clockwise from the TE, then by cell).
-    let mut keys: Vec<Key> = t.leaves.keys().copied().collect();
-    keys.sort_unstable();
-    let mut id: HashMap<Key, u32> = HashMap::with_capacity(keys.len());
-    let mut c = Cloud::default();
+}
+
+/// The surface points, in order, numbered by the leaves that hold them: wall (the trailing
+/// edge interior), shape 1, left/right their surface neighbours.
+fn add_surface_points(
+    c: &mut Cloud,
+    id: &mut HashMap<Key, u32>,
+    t: &Tree,
+    keys: &[Key],
+    surf: &[(f64, f64)],
+) -> Result<()> {
+    let ns = surf.len();
     let mut surf_leaf = vec![None; ns];
-    for &k in &keys {
+    for &k in keys {
         let v = t.leaves[&k];
         if v != u32::MAX {
             surf_leaf[v as usize] = Some(k);
@@ -245,14 +285,20 @@ pub fn quadtree(q: &QuadTree) -> Result<Cloud> {
         c.left.push(((p + ns - 1) % ns) as u32);
         c.right.push(((p + 1) % ns) as u32);
     }
+    Ok(())
+}
+
+/// The centroid of every other leaf outside (and not at) the body: outer on the root square,
+/// else interior; the outer points linked clockwise as a ring.
+fn add_cell_points(c: &mut Cloud, id: &mut HashMap<Key, u32>, t: &Tree, keys: &[Key], surf: &[(f64, f64)]) {
     let n_levels = |k: Key| 1u32 << k.0;
     let mut outer: Vec<(f64, u32)> = Vec::new();
-    for &k in &keys {
+    for &k in keys {
         if t.leaves[&k] != u32::MAX {
             continue;
         }
         let (x, y, h) = t.cell(k);
-        if chord_distance(x, y) < 0.2 && (inside(&surf, x, y) || near_surface(&surf, x, y, 0.2 * h)) {
+        if chord_distance(x, y) < 0.2 && (inside(surf, x, y) || near_surface(surf, x, y, 0.2 * h)) {
             continue;
         }
         let on_boundary = k.1 == 0 || k.2 == 0 || k.1 == n_levels(k) - 1 || k.2 == n_levels(k) - 1;
@@ -274,41 +320,40 @@ pub fn quadtree(q: &QuadTree) -> Result<Cloud> {
         c.left[p as usize] = outer[(q_ + m - 1) % m].1;
         c.right[p as usize] = outer[(q_ + 1) % m].1;
     }
-    // Neighbours.
-    let n = c.x.len();
-    let mut lists: Vec<Vec<u32>> = vec![Vec::new(); n];
+}
+
+/// Neighbours of every point: the points of the adjacent leaves, without links through the
+/// body; surface points also their left and right (first) where missing.
+fn neighbour_lists(
+    c: &Cloud,
+    id: &HashMap<Key, u32>,
+    t: &Tree,
+    keys: &[Key],
+    surf: &[(f64, f64)],
+) -> Vec<Vec<u32>> {
+    let mut lists: Vec<Vec<u32>> = vec![Vec::new(); c.x.len()];
     let mut nb = Vec::new();
-    for &k in &keys {
+    for &k in keys {
         let Some(&p) = id.get(&k) else { continue };
         t.neighbours(k, &mut nb);
         let pp = (c.x[p as usize], c.y[p as usize]);
         for &o in &nb {
             let Some(&r) = id.get(&o) else { continue };
             let rr = (c.x[r as usize], c.y[r as usize]);
-            if blocked(&surf, pp, rr) {
+            if blocked(surf, pp, rr) {
                 continue;
             }
             lists[p as usize].push(r);
         }
     }
-    for p in 0..ns {
+    for (p, list) in lists.iter_mut().enumerate().take(surf.len()) {
         for s in [c.left[p], c.right[p]] {
-            if !lists[p].contains(&s) {
-                lists[p].insert(0, s);
+            if !list.contains(&s) {
+                list.insert(0, s);
             }
         }
     }
-    let mut conn = Csr { start: Vec::with_capacity(n + 1), idx: Vec::new() };
-    conn.start.push(0);
-    for l in lists {
-        conn.idx.extend(l);
-        conn.start.push(conn.idx.len() as u32);
-    }
-    c.conn = conn;
-    let allowed = |c: &Cloud, i: usize, k: usize| {
-        (c.shape[i] > 0 && c.shape[k] > 0) || !blocked(&surf, (c.x[i], c.y[i]), (c.x[k], c.y[k]))
-    };
-    finish_with(c, "quadtree", &allowed)
+    lists
 }
 
 /// Within `tol` of a surface vertex.

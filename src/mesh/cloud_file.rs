@@ -1,0 +1,581 @@
+//! Point-cloud files: the text readers for the reference formats and the `sim` format, the
+//! validation of a cloud read from a file (duplicates, boundary links, normals, min_dist,
+//! split stencils), and the writers of the legacy and `sim` formats.
+//!
+//! Formats (whitespace separated, one point per line, indices 1-based):
+//! * `legacy` (F5): optional header `N`, then `x y left right flag_1 flag_2 min_dist nbhs c_1 ... c_nbhs`
+//! * `old` (F1, 2019): header `N`, then `local_id global_id x y nx ny flag_1 flag_2 nbhs c...`
+//!   with flag_1 1 = wall, 2 = interior, 3 = outer; the normals of the file are used.
+//! * `point-input` (F3): no header, `id x y left right flag_1 flag_2 nbhs c...` (no min_dist).
+//! * `sim` (our own, written by `sim mesh`): first line `# sim point cloud v1`, then `N`, then
+//!   `x y left right flag_1 flag_2 nx ny min_dist nbhs c...`; comment lines start with `#`.
+//!   The normals are stored for every point (the reader keeps them).
+//!
+//! flag_1: 0 = wall, 1 = interior, 2 = outer (except `old`). left/right: previous and next
+//! point on the same boundary curve (0 = none).
+
+use std::iter::Peekable;
+use std::path::Path;
+
+use crate::error::{Result, SimError, input};
+use crate::solvers::lskum::cloud::{Cloud, Csr, INTERIOR, NONE};
+
+/// First line of a `sim` point-cloud file.
+const SIM_SIGNATURE: &str = "# sim point cloud v1";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CloudFormat {
+    /// F5: `x y left right flag_1 flag_2 min_dist nbhs conn...` (header optional).
+    #[default]
+    Legacy,
+    /// F1 (2019): `local_id global_id x y nx ny flag_1(1/2/3) flag_2 nbhs conn...`.
+    Old,
+    /// F3: `id x y left right flag_1 flag_2 nbhs conn...`, no header.
+    PointInput,
+    /// `sim mesh` output, see the module documentation.
+    Sim,
+}
+
+impl CloudFormat {
+    pub fn name(self) -> &'static str {
+        match self {
+            CloudFormat::Legacy => "legacy",
+            CloudFormat::Old => "old",
+            CloudFormat::PointInput => "point-input",
+            CloudFormat::Sim => "sim",
+        }
+    }
+
+    /// The format stores a normal for every point.
+    fn has_normals(self) -> bool {
+        matches!(self, CloudFormat::Old | CloudFormat::Sim)
+    }
+
+    /// The format stores min_dist for every point.
+    fn has_min_dist(self) -> bool {
+        matches!(self, CloudFormat::Legacy | CloudFormat::Sim)
+    }
+
+    /// The file must start with the point count.
+    fn needs_header(self) -> bool {
+        matches!(self, CloudFormat::Old | CloudFormat::Sim)
+    }
+}
+
+/// Read and validate a point cloud; every problem is an input error naming the file and
+/// the line or point.
+pub fn load(path: &Path, format: CloudFormat) -> Result<Cloud> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| SimError::Input(format!("cannot read point cloud {}: {e}", path.display())))?;
+    parse(&text, &path.display().to_string(), format)
+}
+
+/// Parse cloud text (`origin` names the file in messages) and build the derived geometry.
+pub fn parse(text: &str, origin: &str, format: CloudFormat) -> Result<Cloud> {
+    let raw = parse_raw(text, origin, format)?;
+    build(raw, origin)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading the text
+
+/// What the raw reader produced before the derived geometry.
+struct Raw {
+    x: Vec<f64>,
+    y: Vec<f64>,
+    flag: Vec<u8>,
+    shape: Vec<u32>,
+    left: Vec<u32>,
+    right: Vec<u32>,
+    normals: Option<(Vec<f64>, Vec<f64>)>,
+    min_dist: Option<Vec<f64>>,
+    conn: Csr,
+    /// Line number (1-based) of each point, for messages.
+    line: Vec<usize>,
+}
+
+impl Raw {
+    /// Empty storage for about `cap` points of `format`.
+    fn with_capacity(format: CloudFormat, cap: usize) -> Self {
+        Raw {
+            x: Vec::with_capacity(cap),
+            y: Vec::with_capacity(cap),
+            flag: Vec::with_capacity(cap),
+            shape: Vec::with_capacity(cap),
+            left: Vec::with_capacity(cap),
+            right: Vec::with_capacity(cap),
+            normals: format.has_normals().then(|| (Vec::with_capacity(cap), Vec::with_capacity(cap))),
+            min_dist: format.has_min_dist().then(|| Vec::with_capacity(cap)),
+            conn: Csr { start: vec![0], idx: Vec::with_capacity(cap * 8) },
+            line: Vec::with_capacity(cap),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.x.len()
+    }
+
+    /// Append the point of line `line`; its neighbours end at `links_end` of the raw links.
+    fn push(&mut self, p: PointLine, line: usize, links_end: usize) {
+        self.x.push(p.x);
+        self.y.push(p.y);
+        self.flag.push(p.flag as u8);
+        self.shape.push(p.shape as u32);
+        // left/right are not negative here; larger values than a point number fail the
+        // range check of `resolve_links`
+        self.left.push(p.left.clamp(-1, u32::MAX as i64 - 1) as u32);
+        self.right.push(p.right.clamp(-1, u32::MAX as i64 - 1) as u32);
+        if let (Some((nx, ny)), Some((a, b))) = (self.normals.as_mut(), p.normal) {
+            nx.push(a);
+            ny.push(b);
+        }
+        if let (Some(md), Some(d)) = (self.min_dist.as_mut(), p.min_dist) {
+            md.push(d);
+        }
+        self.conn.start.push(links_end as u32);
+        self.line.push(line);
+    }
+}
+
+/// The values of one point line, checked as far as the line alone allows.
+struct PointLine {
+    x: f64,
+    y: f64,
+    /// 1-based, 0 = none.
+    left: i64,
+    right: i64,
+    /// flag_1 in 0 (wall), 1 (interior), 2 (outer).
+    flag: i64,
+    /// flag_2.
+    shape: i64,
+    /// Where the format has them.
+    normal: Option<(f64, f64)>,
+    min_dist: Option<f64>,
+}
+
+/// The values of one line, in order, with messages naming the file and line.
+struct Tokens<'a> {
+    file: &'a str,
+    line: usize,
+    it: std::str::SplitAsciiWhitespace<'a>,
+}
+
+impl<'a> Tokens<'a> {
+    /// An input error about this line.
+    fn fail<T>(&self, msg: String) -> Result<T> {
+        input(format!("{}:{}: {msg}", self.file, self.line))
+    }
+    fn next(&mut self, what: &str) -> Result<&'a str> {
+        match self.it.next() {
+            Some(t) => Ok(t),
+            None => self.fail(format!("line ends before {what}")),
+        }
+    }
+    fn f64(&mut self, what: &str) -> Result<f64> {
+        let t = self.next(what)?;
+        // Fortran exponent letters
+        let v: std::result::Result<f64, _> =
+            if t.contains(['d', 'D']) { t.replace(['d', 'D'], "e").parse() } else { t.parse() };
+        match v {
+            Ok(v) if v.is_finite() => Ok(v),
+            Ok(v) => self.fail(format!("{what} is {v}, not a finite number")),
+            Err(_) => self.fail(format!("{what} {t:?} is not a number")),
+        }
+    }
+    fn int(&mut self, what: &str) -> Result<i64> {
+        let t = self.next(what)?;
+        match t.parse::<i64>() {
+            Ok(v) => Ok(v),
+            Err(_) => self.fail(format!("{what} {t:?} is not an integer")),
+        }
+    }
+    /// A point number that must be `expected` (the files number their points in order).
+    fn point_number(&mut self, what: &str, expected: usize) -> Result<()> {
+        let id = self.int(what)?;
+        if id != expected as i64 {
+            return self.fail(format!("{what} is {id}, expected {expected} (points must be numbered in order)"));
+        }
+        Ok(())
+    }
+    fn end(&mut self) -> Result<()> {
+        match self.it.next() {
+            None => Ok(()),
+            Some(t) => self.fail(format!("unexpected extra value {t:?} at the end of the line")),
+        }
+    }
+}
+
+fn parse_raw(text: &str, file: &str, format: CloudFormat) -> Result<Raw> {
+    let mut lines = data_lines(text).peekable();
+    if format == CloudFormat::Sim && !text.starts_with(SIM_SIGNATURE) {
+        return input(format!("{file}:1: not a sim point cloud (first line must be '{SIM_SIGNATURE}')"));
+    }
+    let declared = read_header(&mut lines, file)?;
+    if format.needs_header() && declared.is_none() {
+        return input(format!("{file}:1: missing header line with the point count"));
+    }
+    let cap = declared.unwrap_or(0);
+    let mut r = Raw::with_capacity(format, cap);
+    // Neighbour numbers as written (1-based, unchecked); point i has those from
+    // r.conn.start[i] to r.conn.start[i + 1].
+    let mut raw_links: Vec<i64> = Vec::with_capacity(cap * 8);
+    for (ln, l) in lines {
+        let number = r.len() + 1;
+        if let Some(d) = declared
+            && number > d
+        {
+            return input(format!("{file}:{ln}: more point lines than the {d} declared in the header"));
+        }
+        let mut t = Tokens { file, line: ln, it: l.split_ascii_whitespace() };
+        let p = read_point_line(&mut t, format, number, &mut raw_links)?;
+        r.push(p, ln, raw_links.len());
+    }
+    check_point_count(r.len(), declared, file)?;
+    resolve_links(&mut r, &raw_links, file)?;
+    if format == CloudFormat::Old {
+        surface_left_right_from_links(&mut r);
+    }
+    Ok(r)
+}
+
+/// Non-empty, non-comment lines with their 1-based numbers.
+fn data_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.lines()
+        .enumerate()
+        .map(|(k, l)| (k + 1, l))
+        .filter(|(_, l)| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+}
+
+/// The point count of the header, a first line with a single integer (taken from `lines`),
+/// or None when the first line is a point line.
+fn read_header<'a>(lines: &mut Peekable<impl Iterator<Item = (usize, &'a str)>>, file: &str) -> Result<Option<usize>> {
+    let Some(&(ln, l)) = lines.peek() else {
+        return input(format!("{file}: no points in the file"));
+    };
+    let mut t = l.split_ascii_whitespace();
+    let first = t.next();
+    if t.next().is_some() {
+        return Ok(None);
+    }
+    match first.map(str::parse::<usize>) {
+        Some(Ok(n)) => {
+            lines.next();
+            Ok(Some(n))
+        }
+        _ => input(format!("{file}:{ln}: expected the point count or a point line")),
+    }
+}
+
+/// Read point `number` from its line `t`, appending its neighbour numbers to `raw_links`.
+fn read_point_line(t: &mut Tokens, format: CloudFormat, number: usize, raw_links: &mut Vec<i64>) -> Result<PointLine> {
+    let p = match format {
+        CloudFormat::Old => read_old_fields(t, number)?,
+        CloudFormat::Legacy | CloudFormat::Sim | CloudFormat::PointInput => read_fields(t, format, number)?,
+    };
+    if !(0..=2).contains(&p.flag) {
+        return t.fail(format!("flag_1 {} is not 0 (wall), 1 (interior) or 2 (outer)", p.flag));
+    }
+    if p.shape < 0 || p.shape > u32::MAX as i64 {
+        return t.fail(format!("flag_2 {} is not a shape number", p.shape));
+    }
+    read_neighbours(t, raw_links)?;
+    t.end()?;
+    if p.left < 0 || p.right < 0 {
+        return t.fail(format!("left/right {} {} must be 0 (none) or a point number", p.left, p.right));
+    }
+    Ok(p)
+}
+
+/// The fields before the neighbour count in the legacy, sim and point-input formats.
+fn read_fields(t: &mut Tokens, format: CloudFormat, number: usize) -> Result<PointLine> {
+    if format == CloudFormat::PointInput {
+        t.point_number("id", number)?;
+    }
+    let x = t.f64("x")?;
+    let y = t.f64("y")?;
+    let left = t.int("left")?;
+    let right = t.int("right")?;
+    let flag = t.int("flag_1")?;
+    let shape = t.int("flag_2")?;
+    let normal = if format.has_normals() { Some((t.f64("nx")?, t.f64("ny")?)) } else { None };
+    let min_dist = if format.has_min_dist() { Some(t.f64("min_dist")?) } else { None };
+    Ok(PointLine { x, y, left, right, flag, shape, normal, min_dist })
+}
+
+/// The fields before the neighbour count in the old format (flag_1 1..3 mapped to 0..2; no
+/// left/right).
+fn read_old_fields(t: &mut Tokens, number: usize) -> Result<PointLine> {
+    t.point_number("local_id", number)?;
+    let _global = t.int("global_id")?;
+    let x = t.f64("x")?;
+    let y = t.f64("y")?;
+    let nx = t.f64("nx")?;
+    let ny = t.f64("ny")?;
+    let f = t.int("flag_1")?;
+    let flag = match f {
+        1..=3 => f - 1,
+        _ => return t.fail(format!("flag_1 {f} is not 1 (wall), 2 (interior) or 3 (outer)")),
+    };
+    let shape = t.int("flag_2")?;
+    Ok(PointLine { x, y, left: 0, right: 0, flag, shape, normal: Some((nx, ny)), min_dist: None })
+}
+
+/// The neighbour count and that many neighbour numbers.
+fn read_neighbours(t: &mut Tokens, raw_links: &mut Vec<i64>) -> Result<()> {
+    let nbhs = t.int("nbhs")?;
+    if !(0..=10_000).contains(&nbhs) {
+        return t.fail(format!("neighbour count {nbhs} is out of range"));
+    }
+    for k in 0..nbhs {
+        raw_links.push(t.int(&format!("neighbour {} of {nbhs}", k + 1))?);
+    }
+    Ok(())
+}
+
+/// `n` points read: at least one, as many as the header declares, fewer than u32::MAX.
+fn check_point_count(n: usize, declared: Option<usize>, file: &str) -> Result<()> {
+    if n == 0 {
+        return input(format!("{file}: no points in the file"));
+    }
+    if let Some(d) = declared
+        && n < d
+    {
+        return input(format!("{file}: truncated: the header declares {d} points, the file has {n}"));
+    }
+    if n >= u32::MAX as usize {
+        return input(format!("{file}: {n} points is more than supported"));
+    }
+    Ok(())
+}
+
+/// Check the neighbour numbers (in range, no self-links) and left/right (in range) and make
+/// them 0-based: the neighbours into `r.conn.idx`, absent left/right to [`NONE`].
+fn resolve_links(r: &mut Raw, raw_links: &[i64], file: &str) -> Result<()> {
+    let n = r.len();
+    r.conn.idx = Vec::with_capacity(raw_links.len());
+    for i in 0..n {
+        let (a, b) = (r.conn.start[i] as usize, r.conn.start[i + 1] as usize);
+        for &c in &raw_links[a..b] {
+            if c < 1 || c > n as i64 {
+                return input(format!(
+                    "{file}:{}: point {}: neighbour index {c} is out of range 1..{n}",
+                    r.line[i],
+                    i + 1
+                ));
+            }
+            if c as usize == i + 1 {
+                return input(format!("{file}:{}: point {} lists itself as a neighbour", r.line[i], i + 1));
+            }
+            r.conn.idx.push((c - 1) as u32);
+        }
+        for (v, what) in [(r.left[i], "left"), (r.right[i], "right")] {
+            if v as usize > n {
+                return input(format!("{file}:{}: point {}: {what} index {v} is out of range 0..{n}", r.line[i], i + 1));
+            }
+        }
+    }
+    for v in r.left.iter_mut().chain(r.right.iter_mut()) {
+        *v = if *v == 0 { NONE } else { *v - 1 };
+    }
+    Ok(())
+}
+
+/// F1 has no left/right (they only serve the force integration here, the normals are in the
+/// file): surface points list their two surface neighbours first.
+fn surface_left_right_from_links(r: &mut Raw) {
+    for i in 0..r.len() {
+        if r.shape[i] > 0 {
+            let c = r.conn.of(i);
+            if c.len() >= 2 {
+                r.left[i] = c[0];
+                r.right[i] = c[1];
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Validation and derived geometry
+
+/// Check the points read, derive what the file does not hold (normals, min_dist) and the
+/// split stencils, and check those.
+fn build(mut r: Raw, file: &str) -> Result<Cloud> {
+    let line = std::mem::take(&mut r.line);
+    let at = |i: usize| format!("{file}:{}: point {}", line[i], i + 1);
+    check_distinct_points(&r, &at)?;
+    check_links_present(&r, &at)?;
+    let (nx, ny) = match r.normals.take() {
+        Some(normals) => normals,
+        None => normals_from_left_right(&r, &at)?,
+    };
+    check_unit_normals(&nx, &ny, &at)?;
+    let min_dist = match r.min_dist.take() {
+        Some(v) => v,
+        None => nearest_neighbour_distances(&r),
+    };
+    check_min_dist(&min_dist, &at)?;
+    let mut c = Cloud {
+        x: r.x,
+        y: r.y,
+        flag: r.flag,
+        shape: r.shape,
+        left: r.left,
+        right: r.right,
+        nx,
+        ny,
+        min_dist,
+        conn: r.conn,
+        ..Default::default()
+    };
+    c.build_stencils();
+    c.check_stencils(&at)?;
+    Ok(c)
+}
+
+/// No two points with identical coordinates (the message names the later one).
+fn check_distinct_points(r: &Raw, at: &dyn Fn(usize) -> String) -> Result<()> {
+    let n = r.len();
+    let mut order: Vec<u32> = (0..n as u32).collect();
+    order.sort_unstable_by(|&a, &b| {
+        (r.x[a as usize], r.y[a as usize]).partial_cmp(&(r.x[b as usize], r.y[b as usize])).unwrap()
+    });
+    for w in order.windows(2) {
+        let (a, b) = (w[0] as usize, w[1] as usize);
+        if r.x[a] == r.x[b] && r.y[a] == r.y[b] {
+            let (a, b) = (a.min(b), a.max(b));
+            return input(format!(
+                "{}: same coordinates ({}, {}) as point {} (duplicate point)",
+                at(b),
+                r.x[b],
+                r.y[b],
+                a + 1
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Boundary points need left and right (unless the file holds the normals); every point
+/// needs neighbours.
+fn check_links_present(r: &Raw, at: &dyn Fn(usize) -> String) -> Result<()> {
+    for i in 0..r.len() {
+        if r.flag[i] != INTERIOR && (r.left[i] == NONE || r.right[i] == NONE) && r.normals.is_none() {
+            return input(format!("{}: wall/outer point without left/right boundary neighbours", at(i)));
+        }
+        if r.conn.of(i).is_empty() {
+            return input(format!("{}: no neighbours", at(i)));
+        }
+    }
+    Ok(())
+}
+
+/// Normals of the boundary points from their left and right neighbours ((0, 1) inside).
+fn normals_from_left_right(r: &Raw, at: &dyn Fn(usize) -> String) -> Result<(Vec<f64>, Vec<f64>)> {
+    let n = r.len();
+    let mut nx = vec![0.0; n];
+    let mut ny = vec![1.0; n];
+    for i in 0..n {
+        if r.flag[i] != INTERIOR {
+            let (l, rr) = (r.left[i] as usize, r.right[i] as usize);
+            let a = 0.5 * (r.y[rr] - r.y[l]);
+            let b = 0.5 * (r.x[rr] - r.x[l]);
+            let norm = (a * a + b * b).sqrt();
+            if !(norm > 0.0) {
+                return input(format!("{}: left and right boundary neighbours coincide; no normal", at(i)));
+            }
+            nx[i] = -a / norm;
+            ny[i] = b / norm;
+        }
+    }
+    Ok((nx, ny))
+}
+
+fn check_unit_normals(nx: &[f64], ny: &[f64], at: &dyn Fn(usize) -> String) -> Result<()> {
+    for i in 0..nx.len() {
+        let m = (nx[i] * nx[i] + ny[i] * ny[i]).sqrt();
+        if !(m.is_finite() && (m - 1.0).abs() < 1e-3) {
+            return input(format!("{}: normal ({}, {}) is not a unit vector", at(i), nx[i], ny[i]));
+        }
+    }
+    Ok(())
+}
+
+/// min_dist where the file has none: the distance to the nearest neighbour.
+fn nearest_neighbour_distances(r: &Raw) -> Vec<f64> {
+    (0..r.len())
+        .map(|i| {
+            r.conn
+                .of(i)
+                .iter()
+                .map(|&k| {
+                    let (dx, dy) = (r.x[k as usize] - r.x[i], r.y[k as usize] - r.y[i]);
+                    (dx * dx + dy * dy).sqrt()
+                })
+                .fold(f64::INFINITY, f64::min)
+        })
+        .collect()
+}
+
+fn check_min_dist(min_dist: &[f64], at: &dyn Fn(usize) -> String) -> Result<()> {
+    for (i, &d) in min_dist.iter().enumerate() {
+        if !(d > 0.0 && d.is_finite()) {
+            return input(format!("{}: min_dist {d} must be positive", at(i)));
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writing
+
+impl Cloud {
+    /// Write the cloud in the legacy solver format (F5, with header; min_dist in full precision).
+    pub fn write_legacy(&self, path: &Path) -> Result<()> {
+        self.write_text(path, &[], false)
+    }
+
+    /// Write the cloud in the `sim` text format.
+    pub fn write_sim(&self, path: &Path) -> Result<()> {
+        let header = [
+            SIM_SIGNATURE,
+            "# x y left right flag_1(0 wall, 1 interior, 2 outer) flag_2 nx ny min_dist nbhs conn... (1-based)",
+        ];
+        self.write_text(path, &header, true)
+    }
+
+    /// One line per point: `x y left right flag_1 flag_2 [nx ny] min_dist nbhs conn...`
+    /// (1-based indices), after the `header` lines and the point count.
+    fn write_text(&self, path: &Path, header: &[&str], normals: bool) -> Result<()> {
+        use std::fmt::Write as _;
+        let mut s = String::with_capacity(self.len() * 120);
+        for line in header {
+            let _ = writeln!(s, "{line}");
+        }
+        let _ = writeln!(s, "{}", self.len());
+        let one = |v: u32| if v == NONE { 0 } else { v as u64 + 1 };
+        for i in 0..self.len() {
+            let _ = write!(
+                s,
+                "{:?} {:?} {} {} {} {}",
+                self.x[i],
+                self.y[i],
+                one(self.left[i]),
+                one(self.right[i]),
+                self.flag[i],
+                self.shape[i]
+            );
+            if normals {
+                let _ = write!(s, " {:?} {:?} {:?}", self.nx[i], self.ny[i], self.min_dist[i]);
+            } else {
+                let _ = write!(s, " {:.17e}", self.min_dist[i]);
+            }
+            let _ = write!(s, " {}", self.conn.of(i).len());
+            for &k in self.conn.of(i) {
+                let _ = write!(s, " {}", k + 1);
+            }
+            s.push('\n');
+        }
+        crate::io::write_atomic(path, s.as_bytes())
+    }
+}

@@ -93,8 +93,9 @@ pub fn source(name: &str) -> Option<String> {
     KERNELS.iter().find(|(n, _)| *n == name).map(|(_, s)| format!("{COMMON}\n{s}"))
 }
 
-/// Run `f`, turning a panic of cudarc's library loader into an error.
-fn guarded<T>(what: &str, f: impl FnOnce() -> std::result::Result<T, String>) -> std::result::Result<T, String> {
+/// Run `f`, turning a panic of cudarc's library loader (a missing library or symbol) into an
+/// error; the panic message is not printed.
+pub(crate) fn guarded<T>(what: &str, f: impl FnOnce() -> std::result::Result<T, String>) -> std::result::Result<T, String> {
     let prev = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));

@@ -158,8 +158,8 @@ fn cuda_bench<T: Real>(gpu: &Gpu, o: &BenchOptions) -> Result<serde_json::Value>
         batches.sort_by(|a, b| a.total_cmp(b));
         Ok((10 * batches.len() as u64, batches[batches.len() / 2]))
     };
-    let module = gpu.module("heat", T::PRECISION, o.gpu.fast_math)?;
-    let copy_fn = module.load_function("copy1d").map_err(err("loading copy1d"))?;
+    let kernels = gpu.kernels::<crate::cuda::HeatKernel>(T::PRECISION, o.gpu.fast_math)?;
+    let copy_fn = kernels.get(crate::cuda::HeatKernel::Copy1d);
     let (src, mut dst) = (gpu.stream.clone_htod(&init).map_err(err("upload"))?, gpu.stream.alloc_zeros::<T>(n).map_err(err("alloc"))?);
     let cfg = LaunchConfig { grid_dim: ((n as u32).div_ceil(512), 1, 1), block_dim: (512, 1, 1), shared_mem_bytes: 0 };
     let n64 = n as i64;

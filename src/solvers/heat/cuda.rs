@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 
-use crate::cuda::{Gpu, GpuOptions, Variant, driver_err};
+use crate::cuda::{Gpu, GpuOptions, HeatKernel, Variant, driver_err};
 use crate::error::Result;
 use crate::real::Real;
 use crate::solver::Grid;
@@ -23,22 +23,22 @@ pub struct HeatCuda<T: Real> {
 impl<T: Real> HeatCuda<T> {
     pub fn new(gpu: &Gpu, opts: &GpuOptions, grid: &Grid, init: &[T]) -> Result<Self> {
         gpu.check_block(opts.block)?;
-        let module = gpu.module("heat", T::PRECISION, opts.fast_math)?;
+        let kernels = gpu.kernels::<HeatKernel>(T::PRECISION, opts.fast_math)?;
         let [nx, ny] = grid.n;
         let [bx, by] = opts.block;
-        let (name, cfg) = if ny == 1 {
-            ("heat1d", LaunchConfig { grid_dim: ((nx as u32).div_ceil(bx), 1, 1), block_dim: (bx, 1, 1), shared_mem_bytes: 0 })
+        let (kernel, cfg) = if ny == 1 {
+            (HeatKernel::Heat1d, LaunchConfig { grid_dim: ((nx as u32).div_ceil(bx), 1, 1), block_dim: (bx, 1, 1), shared_mem_bytes: 0 })
         } else {
             let grid_dim = gpu.grid_2d(nx, ny, opts.block)?;
             match opts.variant {
-                Variant::L2 => ("heat2d_l2", LaunchConfig { grid_dim, block_dim: (bx, by, 1), shared_mem_bytes: 0 }),
+                Variant::L2 => (HeatKernel::Heat2dL2, LaunchConfig { grid_dim, block_dim: (bx, by, 1), shared_mem_bytes: 0 }),
                 Variant::Shared => {
                     let bytes = (bx + 2) * (by + 2) * std::mem::size_of::<T>() as u32;
-                    ("heat2d_shared", LaunchConfig { grid_dim, block_dim: (bx, by, 1), shared_mem_bytes: bytes })
+                    (HeatKernel::Heat2dShared, LaunchConfig { grid_dim, block_dim: (bx, by, 1), shared_mem_bytes: bytes })
                 }
             }
         };
-        let func = module.load_function(name).map_err(driver_err("loading heat kernel"))?;
+        let func = kernels.get(kernel);
         gpu.allow_shared(&func, cfg.shared_mem_bytes, opts.block)?;
         let stream = gpu.stream.clone();
         let temp = stream.clone_htod(init).map_err(driver_err("upload"))?;

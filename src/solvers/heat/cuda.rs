@@ -1,9 +1,11 @@
-//! The heat step on a CUDA device: the same update as `kernels.rs`, from `kernels/heat.cu`.
+//! The heat step on a CUDA device: the same update as `kernels.rs`, from `kernels/heat.cu`,
+//! run as the [`Stages`] of [`kernels::step`], the same function that orders the CPU stages.
 
 use std::sync::Arc;
 
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 
+use super::kernels::{self, Stages};
 use crate::cuda::{Gpu, GpuOptions, HeatKernel, Variant, driver_err};
 use crate::error::Result;
 use crate::real::Real;
@@ -46,19 +48,9 @@ impl<T: Real> HeatCuda<T> {
         Ok(HeatCuda { stream, func, cfg, temp, next, nx: nx as i32, ny: ny as i32 })
     }
 
-    /// One step with stability number `r`, then swap the buffers.
+    /// One step with stability number `r` (the stage order of [`kernels::step`]).
     pub fn step(&mut self, r: T) -> Result<()> {
-        let mut b = self.stream.launch_builder(&self.func);
-        b.arg(&self.temp).arg(&mut self.next).arg(&self.nx);
-        if self.ny > 1 {
-            b.arg(&self.ny);
-        }
-        b.arg(&r);
-        // SAFETY: the argument list matches the kernel signatures in kernels/heat.cu
-        // (src, dst, nx[, ny], r) and both buffers hold nx*ny elements.
-        unsafe { b.launch(self.cfg) }.map_err(driver_err("heat kernel launch"))?;
-        std::mem::swap(&mut self.temp, &mut self.next);
-        Ok(())
+        kernels::step(self, r)
     }
 
     pub fn download(&self, out: &mut [T]) -> Result<()> {
@@ -67,5 +59,23 @@ impl<T: Real> HeatCuda<T> {
 
     pub fn upload(&mut self, v: &[T]) -> Result<()> {
         self.stream.memcpy_htod(v, &mut self.temp).map_err(driver_err("upload"))
+    }
+}
+
+impl<T: Real> Stages<T> for HeatCuda<T> {
+    fn ftcs(&mut self, r: T) -> Result<()> {
+        let mut b = self.stream.launch_builder(&self.func);
+        b.arg(&self.temp).arg(&mut self.next).arg(&self.nx);
+        if self.ny > 1 {
+            b.arg(&self.ny);
+        }
+        b.arg(&r);
+        // SAFETY: the argument list matches the kernel signatures in kernels/heat.cu
+        // (src, dst, nx[, ny], r) and both buffers hold nx*ny elements.
+        unsafe { b.launch(self.cfg) }.map(|_| ()).map_err(driver_err("heat kernel launch"))
+    }
+
+    fn swap(&mut self) {
+        std::mem::swap(&mut self.temp, &mut self.next);
     }
 }

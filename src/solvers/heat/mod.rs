@@ -151,10 +151,8 @@ pub struct Heat<T: Real> {
     exact: Exact,
     /// The field; on a GPU the host copy, refreshed by `sync`.
     temp: Padded<T>,
-    /// The buffer the next CPU step writes (empty on a GPU). The two buffers sit 2 KiB apart
-    /// modulo 4 KiB, so loads of one never falsely alias stores to the other.
-    next: Padded<T>,
-    gpu: Option<Box<cuda::HeatCuda<T>>>,
+    /// Where the steps run.
+    engine: Engine<T>,
     backend: String,
     step: u64,
     time: f64,
@@ -183,14 +181,14 @@ impl<T: Real> Heat<T> {
         zero_boundary(&mut temp, grid.n[0]);
         let next = Padded::zeros(grid.nodes(), NEXT_SLOT);
         let dt = r * dx * dx / a;
-        Heat { kind, grid, r, r_limit, dt, exact, temp, next, gpu: None, backend: "cpu".into(), step: 0, time: 0.0 }
+        let engine = Engine::Cpu { next };
+        Heat { kind, grid, r, r_limit, dt, exact, temp, engine, backend: "cpu".into(), step: 0, time: 0.0 }
     }
 
     /// Move the field to `device` (the CPU keeps it where it is).
     pub fn on(mut self, device: &Device) -> Result<Self> {
         if let Device::Cuda(gpu, opts) = device {
-            self.gpu = Some(Box::new(cuda::HeatCuda::new(gpu, opts, &self.grid, &self.temp)?));
-            self.next = Padded::zeros(0, NEXT_SLOT);
+            self.engine = Engine::Cuda(Box::new(cuda::HeatCuda::new(gpu, opts, &self.grid, &self.temp)?));
             let variant = if self.grid.n[1] == 1 { "1d" } else { opts.variant.name() };
             self.backend = format!("cuda ({}, {variant} {}x{})", gpu.name, opts.block[0], opts.block[1]);
         }
@@ -232,6 +230,25 @@ impl<T: Real> Heat<T> {
             .collect();
         let (max, sum) = rows.iter().fold((0.0f64, 0.0), |(m, s), &(rm, rs)| (m.max(rm), s + rs));
         (max, (sum / self.temp.len() as f64).sqrt())
+    }
+}
+
+/// Where the steps run: the CPU or a CUDA device.
+enum Engine<T: Real> {
+    /// On the CPU, with the buffer the next step writes. It sits 2 KiB from the field modulo
+    /// 4 KiB, so loads of one never falsely alias stores to the other.
+    Cpu { next: Padded<T> },
+    /// On a CUDA device; the solver's field is the host copy.
+    Cuda(Box<cuda::HeatCuda<T>>),
+}
+
+impl<T: Real> Engine<T> {
+    /// One step of [`kernels::step`] on this back end; `temp` is the field (`nx` wide).
+    fn step(&mut self, temp: &mut Padded<T>, nx: usize, r: T) -> Result<()> {
+        match self {
+            Engine::Cpu { next } => kernels::step(&mut kernels::CpuStages { temp, next, nx }, r),
+            Engine::Cuda(gpu) => kernels::step(gpu.as_mut(), r),
+        }
     }
 }
 
@@ -281,23 +298,16 @@ impl<T: Real> Solver for Heat<T> {
     fn advance(&mut self, dt: f64) -> Result<()> {
         // Exactly r for a full step; proportionally smaller for a shortened last step.
         let r = T::of(if dt == self.dt { self.r } else { self.r * (dt / self.dt) });
-        match &mut self.gpu {
-            Some(gpu) => gpu.step(r)?,
-            None if self.grid.n[1] == 1 => kernels::ftcs1d(&self.temp, &mut self.next, r),
-            None => kernels::ftcs2d(&self.temp, &mut self.next, self.grid.n[0], r),
-        }
-        if self.gpu.is_none() {
-            std::mem::swap(&mut self.temp, &mut self.next);
-        }
+        self.engine.step(&mut self.temp, self.grid.n[0], r)?;
         self.step += 1;
         self.time += dt;
         Ok(())
     }
 
     fn sync(&mut self) -> Result<()> {
-        match &self.gpu {
-            Some(gpu) => gpu.download(&mut self.temp),
-            None => Ok(()),
+        match &self.engine {
+            Engine::Cuda(gpu) => gpu.download(&mut self.temp),
+            Engine::Cpu { .. } => Ok(()),
         }
     }
 
@@ -324,7 +334,7 @@ impl<T: Real> Solver for Heat<T> {
     fn restore(&mut self, step: u64, time: f64, mut arrays: Vec<StateArray>) -> Result<()> {
         let t = take_array::<T>(&mut arrays, "T", &self.shape())?;
         self.temp.copy_from_slice(&t);
-        if let Some(gpu) = &mut self.gpu {
+        if let Engine::Cuda(gpu) = &mut self.engine {
             gpu.upload(&self.temp)?;
         }
         self.step = step;

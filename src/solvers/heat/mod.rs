@@ -153,6 +153,9 @@ pub struct Heat<T: Real> {
     temp: Padded<T>,
     /// Where the steps run.
     engine: Engine<T>,
+    /// Whether `temp` holds the current field: always on the CPU; on a GPU from `sync` or
+    /// `restore` until the next `advance`.
+    host_current: bool,
     backend: String,
     step: u64,
     time: f64,
@@ -182,7 +185,7 @@ impl<T: Real> Heat<T> {
         let next = Padded::zeros(grid.nodes(), NEXT_SLOT);
         let dt = r * dx * dx / a;
         let engine = Engine::Cpu { next };
-        Heat { kind, grid, r, r_limit, dt, exact, temp, engine, backend: "cpu".into(), step: 0, time: 0.0 }
+        Heat { kind, grid, r, r_limit, dt, exact, temp, engine, host_current: true, backend: "cpu".into(), step: 0, time: 0.0 }
     }
 
     /// Move the field to `device` (the CPU keeps it where it is).
@@ -197,7 +200,21 @@ impl<T: Real> Heat<T> {
 
     /// The current temperature field.
     pub fn temperature(&self) -> &[T] {
+        self.host("temperature")
+    }
+
+    /// The host copy of the field, read by `method`.
+    fn host(&self, method: &str) -> &[T] {
+        self.assert_host_current(method);
         &self.temp
+    }
+
+    /// Panics when the host copy is stale: a GPU step ran and no `Solver::sync` followed.
+    fn assert_host_current(&self, method: &str) {
+        assert!(
+            self.host_current,
+            "Heat::{method} read the host copy of the field, which is stale after a GPU step: call Solver::sync first"
+        );
     }
 
     /// Stability number of a full step.
@@ -218,7 +235,7 @@ impl<T: Real> Heat<T> {
     pub fn errors(&self) -> (f64, f64) {
         let exact = self.exact_field();
         let rows: Vec<(f64, f64)> = self
-            .temp
+            .host("errors")
             .par_chunks(self.grid.n[0])
             .zip(exact.par_chunks(self.grid.n[0]))
             .map(|(t, e)| {
@@ -249,6 +266,11 @@ impl<T: Real> Engine<T> {
             Engine::Cpu { next } => kernels::step(&mut kernels::CpuStages { temp, next, nx }, r),
             Engine::Cuda(gpu) => kernels::step(gpu.as_mut(), r),
         }
+    }
+
+    /// Whether the field lives on the host, so that stepping keeps the host copy current.
+    fn on_host(&self) -> bool {
+        matches!(self, Engine::Cpu { .. })
     }
 }
 
@@ -298,6 +320,7 @@ impl<T: Real> Solver for Heat<T> {
     fn advance(&mut self, dt: f64) -> Result<()> {
         // Exactly r for a full step; proportionally smaller for a shortened last step.
         let r = T::of(if dt == self.dt { self.r } else { self.r * (dt / self.dt) });
+        self.host_current = self.engine.on_host();
         self.engine.step(&mut self.temp, self.grid.n[0], r)?;
         self.step += 1;
         self.time += dt;
@@ -305,10 +328,11 @@ impl<T: Real> Solver for Heat<T> {
     }
 
     fn sync(&mut self) -> Result<()> {
-        match &self.engine {
-            Engine::Cuda(gpu) => gpu.download(&mut self.temp),
-            Engine::Cpu { .. } => Ok(()),
+        if let Engine::Cuda(gpu) = &self.engine {
+            gpu.download(&mut self.temp)?;
         }
+        self.host_current = true;
+        Ok(())
     }
 
     fn backend(&self) -> String {
@@ -322,13 +346,13 @@ impl<T: Real> Solver for Heat<T> {
     fn output_fields(&self) -> Vec<OutField> {
         let exact: Vec<T> = sample(&self.grid, |x, y| self.exact.value(x, y, self.time));
         vec![
-            OutField { name: "T", components: 1, values: T::wrap(self.temp.to_vec()) },
+            OutField { name: "T", components: 1, values: T::wrap(self.host("output_fields").to_vec()) },
             OutField { name: "T_exact", components: 1, values: T::wrap(exact) },
         ]
     }
 
     fn state(&self) -> Vec<StateArray> {
-        vec![StateArray { name: "T".into(), shape: self.shape(), values: T::wrap(self.temp.to_vec()) }]
+        vec![StateArray { name: "T".into(), shape: self.shape(), values: T::wrap(self.host("state").to_vec()) }]
     }
 
     fn restore(&mut self, step: u64, time: f64, mut arrays: Vec<StateArray>) -> Result<()> {
@@ -337,19 +361,20 @@ impl<T: Real> Solver for Heat<T> {
         if let Engine::Cuda(gpu) = &mut self.engine {
             gpu.upload(&self.temp)?;
         }
+        self.host_current = true;
         self.step = step;
         self.time = time;
         Ok(())
     }
 
     fn find_non_finite(&self) -> Option<NonFinite> {
-        first_non_finite("T", &self.temp, self.grid.n[0])
+        first_non_finite("T", self.host("find_non_finite"), self.grid.n[0])
     }
 
     fn diagnostics(&self) -> Vec<(&'static str, f64)> {
         // Per-row partial sums combined in order: the same result for any thread count.
         let rows: Vec<(f64, f64, f64)> = self
-            .temp
+            .host("diagnostics")
             .par_chunks(self.grid.n[0])
             .map(|row| {
                 row.iter().fold((f64::MIN, f64::MAX, 0.0), |(mx, mn, s), &v| {
@@ -373,6 +398,7 @@ impl<T: Real> Solver for Heat<T> {
     }
 
     fn report(&self) -> serde_json::Map<String, serde_json::Value> {
+        self.assert_host_current("report");
         let (max, rms) = self.errors();
         let mut m = serde_json::Map::new();
         m.insert("reference".into(), "analytic".into());
@@ -398,5 +424,42 @@ impl<T: Real> Solver for Heat<T> {
 impl<T: Real> Heat<T> {
     fn shape(&self) -> Vec<usize> {
         if self.grid.n[1] == 1 { vec![self.grid.n[0]] } else { vec![self.grid.n[1], self.grid.n[0]] }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use crate::testing::panic_message;
+
+    #[test]
+    fn host_readers_refuse_a_stale_copy() {
+        let p = Heat2dParams { n: 9, r: 0.2, diffusivity: 1.0, t0: default_t0(), domain: default_domain() };
+        let mut h = Heat::<f64>::heat2d(&p);
+        h.advance(h.dt()).unwrap();
+        assert!(h.host_current, "a CPU step keeps the host copy current");
+        // As after a step on a GPU.
+        h.host_current = false;
+        type Reader = fn(&Heat<f64>);
+        let readers: [(&str, Reader); 7] = [
+            ("output_fields", |h| drop(h.output_fields())),
+            ("state", |h| drop(h.state())),
+            ("find_non_finite", |h| drop(h.find_non_finite())),
+            ("diagnostics", |h| drop(h.diagnostics())),
+            ("report", |h| drop(h.report())),
+            ("temperature", |h| {
+                h.temperature();
+            }),
+            ("errors", |h| {
+                h.errors();
+            }),
+        ];
+        for (name, read) in readers {
+            let msg = panic_message(|| read(&h)).unwrap_or_else(|| panic!("{name} read a stale host copy"));
+            assert!(msg.contains(&format!("Heat::{name} ")), "{name}: {msg}");
+        }
+        h.sync().unwrap();
+        assert_eq!(h.state()[0].values, f64::wrap(h.temperature().to_vec()));
     }
 }

@@ -183,8 +183,8 @@ fn cuda_copy<T: Real>(gpu: &Gpu, n: usize, seconds: f64) -> Result<(u64, f64)> {
     use cudarc::driver::{LaunchConfig, PushKernelArg};
     let err = crate::cuda::driver_err;
     let init: Vec<T> = (0..n).into_par_iter().map(|k| T::of((k % 7) as f64 * 0.1)).collect();
-    let module = gpu.module("heat", T::PRECISION, false)?;
-    let copy_fn = module.load_function("copy1d").map_err(err("loading copy1d"))?;
+    let kernels = gpu.kernels::<crate::cuda::HeatKernel>(T::PRECISION, false)?;
+    let copy_fn = kernels.get(crate::cuda::HeatKernel::Copy1d);
     let src = gpu.stream.clone_htod(&init).map_err(err("upload"))?;
     let mut dst = gpu.stream.alloc_zeros::<T>(n).map_err(err("alloc"))?;
     let cfg = LaunchConfig { grid_dim: ((n as u32).div_ceil(512), 1, 1), block_dim: (512, 1, 1), shared_mem_bytes: 0 };

@@ -19,6 +19,87 @@ pub const COMMON: &str = include_str!("../kernels/common.cuh");
 pub const KERNELS: &[(&str, &str)] =
     &[("heat", include_str!("../kernels/heat.cu")), ("cavity", include_str!("../kernels/cavity.cu"))];
 
+/// The kernels of one file in `kernels/`: a typed handle per `__global__` function (those of
+/// the common header included, which is compiled in front of every file). [`Gpu::kernels`]
+/// loads all of them at once.
+pub trait Kernel: Copy + Eq + std::fmt::Debug + 'static {
+    /// The kernel file, as named in [`KERNELS`] (`kernels/<FILE>.cu`).
+    const FILE: &'static str;
+    /// Every kernel of the file.
+    const ALL: &'static [Self];
+    /// The kernel's name in the file.
+    fn name(self) -> &'static str;
+}
+
+/// Declares the handle enum of a kernel file, one `Variant = "kernel_name"` per kernel, with
+/// its [`Kernel`] implementation (so `ALL` and `name` list every variant).
+macro_rules! kernel_handles {
+    ($(#[$doc:meta])* $ty:ident in $file:literal { $($(#[$vdoc:meta])* $v:ident = $name:literal,)* }) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum $ty {
+            $($(#[$vdoc])* $v,)*
+        }
+
+        impl Kernel for $ty {
+            const FILE: &'static str = $file;
+            const ALL: &'static [Self] = &[$(Self::$v,)*];
+            fn name(self) -> &'static str {
+                match self {
+                    $(Self::$v => $name,)*
+                }
+            }
+        }
+    };
+}
+
+kernel_handles! {
+    /// The kernels of `kernels/heat.cu`.
+    HeatKernel in "heat" {
+        /// `copy1d` of the common header: the bandwidth reference.
+        Copy1d = "copy1d",
+        Heat1d = "heat1d",
+        Heat2dL2 = "heat2d_l2",
+        Heat2dShared = "heat2d_shared",
+    }
+}
+
+kernel_handles! {
+    /// The kernels of `kernels/cavity.cu`.
+    CavityKernel in "cavity" {
+        /// `copy1d` of the common header.
+        Copy1d = "copy1d",
+        PredictorL2 = "cavity_predictor_l2",
+        CorrectorL2 = "cavity_corrector_l2",
+        PredictorShared = "cavity_predictor_shared",
+        CorrectorShared = "cavity_corrector_shared",
+        Walls = "cavity_walls",
+    }
+}
+
+/// The names of the `__global__` functions defined in `src`, in order.
+pub fn global_names(src: &str) -> Vec<&str> {
+    src.match_indices("__global__ void ")
+        .map(|(k, m)| {
+            let rest = &src[k + m.len()..];
+            rest[..rest.find('(').unwrap_or(rest.len())].trim()
+        })
+        .collect()
+}
+
+/// A kernel file loaded on a device with every one of its kernels, taken by handle.
+pub struct Kernels<K: Kernel> {
+    functions: Vec<(K, CudaFunction)>,
+}
+
+impl<K: Kernel> Kernels<K> {
+    /// The kernel `k` (a cheap handle to the loaded module).
+    pub fn get(&self, k: K) -> CudaFunction {
+        let found = self.functions.iter().find(|(h, _)| *h == k);
+        found.map(|(_, f)| f.clone()).expect("Kernels holds every kernel of its file")
+    }
+}
+
 /// `gpu:` section of a case: kernel variant and block shape.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -93,8 +174,9 @@ pub fn source(name: &str) -> Option<String> {
     KERNELS.iter().find(|(n, _)| *n == name).map(|(_, s)| format!("{COMMON}\n{s}"))
 }
 
-/// Run `f`, turning a panic of cudarc's library loader into an error.
-fn guarded<T>(what: &str, f: impl FnOnce() -> std::result::Result<T, String>) -> std::result::Result<T, String> {
+/// Run `f`, turning a panic of cudarc's library loader (a missing library or symbol) into an
+/// error; the panic message is not printed.
+pub(crate) fn guarded<T>(what: &str, f: impl FnOnce() -> std::result::Result<T, String>) -> std::result::Result<T, String> {
     let prev = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
@@ -263,8 +345,24 @@ impl Gpu {
         Ok(())
     }
 
+    /// Compile (or load from the cache) the kernel file of `K` for this device and load every
+    /// kernel of it; a kernel missing from the compiled file is an error naming both.
+    pub fn kernels<K: Kernel>(&self, precision: Precision, fast_math: bool) -> Result<Kernels<K>> {
+        let module = self.module(K::FILE, precision, fast_math)?;
+        let functions = K::ALL
+            .iter()
+            .map(|&k| {
+                let f = module.load_function(k.name()).map_err(|e| {
+                    SimError::Run(format!("kernels/{}.cu: loading kernel {} on {}: {e:?}", K::FILE, k.name(), self.name))
+                })?;
+                Ok((k, f))
+            })
+            .collect::<Result<_>>()?;
+        Ok(Kernels { functions })
+    }
+
     /// Compile (or load from the cache) kernel file `name` for this device.
-    pub fn module(&self, name: &str, precision: Precision, fast_math: bool) -> Result<Arc<CudaModule>> {
+    fn module(&self, name: &str, precision: Precision, fast_math: bool) -> Result<Arc<CudaModule>> {
         let src = source(name).ok_or_else(|| SimError::Run(format!("no kernel file {name}")))?;
         let options = nvrtc_options(precision, &self.arch(), fast_math);
         let cached = cache_path(&src, &options);

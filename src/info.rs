@@ -14,9 +14,7 @@ pub fn probe_cuda() -> CudaProbe {
     if !driver_found {
         return CudaProbe { driver_found, driver_version: None, devices: Err("no CUDA driver library (libcuda.so.1)".into()) };
     }
-    let prev = std::panic::take_hook();
-    std::panic::set_hook(Box::new(|_| {}));
-    let r = std::panic::catch_unwind(|| -> std::result::Result<Vec<String>, String> {
+    let devices = crate::cuda::guarded("CUDA driver", || -> std::result::Result<Vec<String>, String> {
         let n = cudarc::driver::CudaContext::device_count().map_err(|e| format!("{e:?}"))?;
         (0..n)
             .map(|i| {
@@ -31,8 +29,6 @@ pub fn probe_cuda() -> CudaProbe {
             })
             .collect()
     });
-    std::panic::set_hook(prev);
-    let devices = r.unwrap_or_else(|_| Err("CUDA driver library is unusable (missing symbols)".into()));
     // Driver version, e.g. 13000 for CUDA 13.0.
     let mut v = 0;
     if devices.is_ok() && unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut v) }.result().is_ok() {

@@ -157,6 +157,19 @@ pub struct NonFinite {
 }
 
 /// A time-dependent problem advanced by the driver in [`crate::run`].
+///
+/// # Host copy
+///
+/// On a GPU back end the fields live on the device and the solver keeps a host copy of
+/// them. [`Solver::advance`] makes that copy stale; [`Solver::sync`] (and
+/// [`Solver::restore`]) make it current again. The methods that read field values need a
+/// current host copy, so call `sync` after the last `advance` and before any of them:
+/// [`Solver::output_fields`], [`Solver::state`], [`Solver::find_non_finite`],
+/// [`Solver::diagnostics`], [`Solver::report`] and [`Solver::write_results`]. The GPU
+/// solvers panic, naming the method, when one is called on a stale copy. The other methods
+/// read no field values and need no `sync`; among them [`Solver::status`] and
+/// [`Solver::converged`], which the driver calls between syncs. On the CPU the copy is always
+/// current.
 pub trait Solver: Send {
     /// Solver name as in the case file (`heat2d`).
     fn kind(&self) -> &'static str;
@@ -176,10 +189,11 @@ pub trait Solver: Send {
         Ok(self.dt())
     }
     /// Advance one step of length `dt` (at most the proposal, up to rounding when it lands
-    /// on an instant; ignored under [`Clock::Iterations`]).
+    /// on an instant; ignored under [`Clock::Iterations`]). On a GPU this leaves the host
+    /// copy stale until [`Solver::sync`].
     fn advance(&mut self, dt: f64) -> Result<()>;
     /// Bring the host copy of the state up to date (GPU back ends); called before the host
-    /// reads fields for guard checks, output and checkpoints.
+    /// reads fields for guard checks, output, checkpoints and the end-of-run results.
     fn sync(&mut self) -> Result<()> {
         Ok(())
     }
@@ -192,30 +206,37 @@ pub trait Solver: Send {
         Ok(())
     }
     fn mesh(&self) -> Mesh;
+    /// Fields for visualisation. Needs a synced host copy.
     fn output_fields(&self) -> Vec<OutField>;
-    /// Everything needed to continue the run bit-exactly.
+    /// Everything needed to continue the run bit-exactly. Needs a synced host copy.
     fn state(&self) -> Vec<StateArray>;
-    /// Inverse of [`Solver::state`]; checks names and shapes, naming what is wrong.
+    /// Inverse of [`Solver::state`]; checks names and shapes, naming what is wrong. Leaves the
+    /// host copy (and the device) current.
     fn restore(&mut self, step: u64, time: f64, arrays: Vec<StateArray>) -> Result<()>;
+    /// The first NaN or Inf of the fields, for the guard check. Needs a synced host copy.
     fn find_non_finite(&self) -> Option<NonFinite>;
-    /// Named scalars appended to history.csv at every guard check.
+    /// Named scalars appended to history.csv at every guard check. Needs a synced host copy.
     fn diagnostics(&self) -> Vec<(&'static str, f64)>;
-    /// Errors against analytic or reference answers, for summary.json.
+    /// Errors against analytic or reference answers, for summary.json. Needs a synced host
+    /// copy.
     fn report(&self) -> serde_json::Map<String, serde_json::Value>;
     /// Bytes that must move per step in an ideal implementation, for BW_e.
     fn bytes_per_step(&self) -> f64;
     /// Lines for `sim check`: stability number, dt, grid and such.
     fn describe(&self) -> Vec<String>;
-    /// Steady-state solvers: true once converged; checked after every guard check.
+    /// Steady-state solvers: true once converged; checked after every guard check. Called
+    /// between syncs: must not read the fields.
     fn converged(&self) -> bool {
         false
     }
-    /// Extra text for the progress bar (e.g. a residual).
+    /// Extra text for the progress bar (e.g. a residual). Called between syncs: must not read
+    /// the fields.
     fn status(&self) -> Option<String> {
         None
     }
     /// Solver-specific result files written at the end of a run (e.g. profiles as CSV);
-    /// returns their names (each one listed in the solver's registry entry).
+    /// returns their names (each one listed in the solver's registry entry). Needs a synced
+    /// host copy.
     fn write_results(&self, _dir: &std::path::Path) -> Result<Vec<String>> {
         Ok(Vec::new())
     }

@@ -10,3 +10,10 @@ pub fn noise(n: usize, seed: u64) -> Vec<f64> {
         })
         .collect()
 }
+
+/// The message of the panic of `f`, or None when it returns.
+pub fn panic_message(f: impl FnOnce()) -> Option<String> {
+    let payload = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).err()?;
+    let text = payload.downcast_ref::<String>().cloned();
+    Some(text.or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default())
+}

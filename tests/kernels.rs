@@ -1,7 +1,7 @@
 //! Every CUDA kernel compiles with NVRTC in both precisions (no GPU needed). CI installs
 //! NVRTC from PyPI (`nvidia-cuda-nvrtc`), so a broken kernel fails the build there.
 
-use sim::cuda::{self, KERNELS};
+use sim::cuda::{self, CavityKernel, HeatKernel, KERNELS, Kernel};
 use sim::real::Precision;
 
 /// NVRTC present, or (outside CI) a printed note and `false`.
@@ -52,4 +52,33 @@ fn cache_key_depends_on_source_and_options() {
     assert_eq!(a, cuda::cache_path("x", &o64));
     assert_ne!(a, cuda::cache_path("y", &o64));
     assert_ne!(a, cuda::cache_path("x", &o32));
+}
+
+/// The handles of `K` name exactly the `__global__` functions of its kernel file (with the
+/// common header), each once.
+fn handles_match_the_file<K: Kernel>() {
+    let src = cuda::source(K::FILE).unwrap_or_else(|| panic!("{:?}: no kernel file {}", K::ALL, K::FILE));
+    let globals = cuda::global_names(&src);
+    let file = format!("kernels/{}.cu", K::FILE);
+    for &k in K::ALL {
+        let n = globals.iter().filter(|&&g| g == k.name()).count();
+        assert_eq!(n, 1, "{k:?}: {file} (with common.cuh) defines `__global__ void {}(` {n} times", k.name());
+    }
+    for g in &globals {
+        assert!(K::ALL.iter().any(|k| k.name() == *g), "{file}: kernel {g} has no handle in {}", std::any::type_name::<K>());
+    }
+}
+
+#[test]
+fn kernel_handles_match_the_kernel_files() {
+    handles_match_the_file::<HeatKernel>();
+    handles_match_the_file::<CavityKernel>();
+    // Every kernel file has its handles.
+    let mut files: Vec<&str> = KERNELS.iter().map(|(name, _)| *name).collect();
+    files.sort();
+    let mut covered = vec![HeatKernel::FILE, CavityKernel::FILE];
+    covered.sort();
+    assert_eq!(files, covered, "kernel files without a handle enum");
+    // The parser sees what it should.
+    assert_eq!(cuda::global_names(cuda::COMMON), ["copy1d"]);
 }

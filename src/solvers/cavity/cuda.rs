@@ -7,7 +7,7 @@ use std::sync::Arc;
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 
 use super::kernels::{self, Coeffs, Stages};
-use crate::cuda::{Gpu, GpuOptions, Variant, driver_err};
+use crate::cuda::{CavityKernel, Gpu, GpuOptions, Variant, driver_err};
 use crate::error::Result;
 use crate::real::Real;
 
@@ -36,27 +36,30 @@ impl<T: Real> CavityCuda<T> {
     /// Upload `u, v, p` (`nx x ny`, x contiguous) and prepare the kernels.
     pub fn new(gpu: &Gpu, opts: &GpuOptions, nx: usize, ny: usize, u: &[T], v: &[T], p: &[T]) -> Result<Self> {
         gpu.check_block(opts.block)?;
-        let module = gpu.module("cavity", T::PRECISION, opts.fast_math)?;
+        let kernels = gpu.kernels::<CavityKernel>(T::PRECISION, opts.fast_math)?;
         let [bx, by] = opts.block;
         let grid_dim = gpu.grid_2d(nx, ny, opts.block)?;
-        let (suffix, shared_mem_bytes) = match opts.variant {
-            Variant::L2 => ("l2", 0),
+        let (predictor, corrector, shared_mem_bytes) = match opts.variant {
+            Variant::L2 => (CavityKernel::PredictorL2, CavityKernel::CorrectorL2, 0),
             // Three (bx+2) x (by+2) tiles.
-            Variant::Shared => ("shared", 3 * (bx + 2) * (by + 2) * std::mem::size_of::<T>() as u32),
+            Variant::Shared => (
+                CavityKernel::PredictorShared,
+                CavityKernel::CorrectorShared,
+                3 * (bx + 2) * (by + 2) * std::mem::size_of::<T>() as u32,
+            ),
         };
-        let load = |name: String| module.load_function(&name).map_err(driver_err("loading cavity kernel"));
         let boundary = 2 * nx + 2 * (ny - 2);
         let stream = gpu.stream.clone();
         let up = |x: &[T]| stream.clone_htod(x).map_err(driver_err("upload"));
         let zeros = || stream.alloc_zeros::<T>(nx * ny).map_err(driver_err("allocation"));
-        let (predictor, corrector) = (load(format!("cavity_predictor_{suffix}"))?, load(format!("cavity_corrector_{suffix}"))?);
+        let (predictor, corrector) = (kernels.get(predictor), kernels.get(corrector));
         for f in [&predictor, &corrector] {
             gpu.allow_shared(f, shared_mem_bytes, opts.block)?;
         }
         Ok(CavityCuda {
             predictor,
             corrector,
-            walls: load("cavity_walls".into())?,
+            walls: kernels.get(CavityKernel::Walls),
             cfg: LaunchConfig { grid_dim, block_dim: (bx, by, 1), shared_mem_bytes },
             walls_cfg: LaunchConfig {
                 grid_dim: ((boundary as u32).div_ceil(WALL_BLOCK), 1, 1),
@@ -98,6 +101,11 @@ impl<T: Real> CavityCuda<T> {
         // dtdx, dtdy, nudx2, nudy2, c2dx, c2dy) in kernels/cavity.cu; every buffer holds nx*ny
         // elements, and the shared variant gets its three tiles of dynamic shared memory.
         unsafe { b.launch(self.cfg) }.map(|_| ()).map_err(|e| driver_err(what)(e))
+    }
+
+    /// Block until the queued kernels have finished.
+    pub fn wait(&self) -> Result<()> {
+        self.stream.synchronize().map_err(driver_err("synchronize"))
     }
 
     /// Copy `u` to the host.

@@ -327,6 +327,9 @@ pub struct Cavity<T: Real> {
     /// residual checks), and `u` before a step whose change is summed.
     gpu: Option<Box<cuda::CavityCuda<T>>>,
     u_before: Vec<T>,
+    /// Whether `fields.u, v, p` hold the current state: always on the CPU; on a GPU from
+    /// `sync` or `restore` until the next `advance`.
+    host_current: bool,
     backend: String,
     step: u64,
     time: f64,
@@ -356,6 +359,7 @@ impl<T: Real> Cavity<T> {
             du2_last: f64::NAN,
             gpu: None,
             u_before: Vec::new(),
+            host_current: true,
             backend: "cpu".into(),
             step: 0,
             time: 0.0,
@@ -381,13 +385,25 @@ impl<T: Real> Cavity<T> {
         &self.params
     }
     pub fn u(&self) -> &[T] {
+        self.assert_host_current("u");
         &self.fields.u
     }
     pub fn v(&self) -> &[T] {
+        self.assert_host_current("v");
         &self.fields.v
     }
     pub fn p(&self) -> &[T] {
+        self.assert_host_current("p");
         &self.fields.p
+    }
+
+    /// Panics when the host copy of `u, v, p` is stale: a GPU step ran and no
+    /// `Solver::sync` followed (a bug of the caller, which `method` names).
+    fn assert_host_current(&self, method: &str) {
+        assert!(
+            self.host_current,
+            "Cavity::{method} read the host copy of the fields, which is stale after a GPU step: call Solver::sync first"
+        );
     }
     /// Latest residual R_K (NaN before the first check).
     pub fn residual(&self) -> f64 {
@@ -403,6 +419,7 @@ impl<T: Real> Cavity<T> {
     /// `u / u0` along the vertical centreline `x = 0.5`, one value per node row (y = j dx);
     /// even n averages the two middle columns.
     pub fn centreline_u(&self) -> Vec<f64> {
+        self.assert_host_current("centreline_u");
         let n = self.grid.n[0];
         let u0 = self.params.lid_velocity;
         if n % 2 == 1 {
@@ -415,6 +432,7 @@ impl<T: Real> Cavity<T> {
 
     /// `v / u0` along the horizontal centreline `y = 0.5`, one value per node column.
     pub fn centreline_v(&self) -> Vec<f64> {
+        self.assert_host_current("centreline_v");
         let n = self.grid.n[0];
         let u0 = self.params.lid_velocity;
         let row = |j: usize| self.fields.v[j * n..(j + 1) * n].iter().map(|x| x.f64()).collect::<Vec<f64>>();
@@ -429,6 +447,7 @@ impl<T: Real> Cavity<T> {
     /// The centreline profiles interpolated to the stations of `reference` at this Re, with
     /// the errors; None when that reference has no table for this Re.
     pub fn compare(&self, reference: Reference) -> Option<Comparison> {
+        self.assert_host_current("compare");
         let (tu, tv) = reference.tables(self.params.re)?;
         let h = self.grid.spacing[0];
         let u = interpolate(&self.centreline_u(), h, &tu.coord);
@@ -443,6 +462,7 @@ impl<T: Real> Cavity<T> {
     /// Vorticity `dv/dx - du/dy`: central differences inside, second-order one-sided ones on
     /// the walls.
     pub fn vorticity(&self) -> Vec<f64> {
+        self.assert_host_current("vorticity");
         let [nx, ny] = self.grid.n;
         let h = self.grid.spacing[0];
         let (u, v) = (&self.fields.u, &self.fields.v);
@@ -510,6 +530,7 @@ impl<T: Real> Solver for Cavity<T> {
         let k = self.params.residual.every;
         let next = self.step + 1;
         let summed = next == 1 || next.is_multiple_of(k);
+        self.host_current = self.gpu.is_none();
         let du2 = match &mut self.gpu {
             None if summed => Some(self.fields.step_with_change(c)),
             None => {
@@ -545,10 +566,15 @@ impl<T: Real> Solver for Cavity<T> {
     }
 
     fn sync(&mut self) -> Result<()> {
-        match &self.gpu {
-            Some(gpu) => gpu.download(&mut self.fields.u, &mut self.fields.v, &mut self.fields.p),
-            None => Ok(()),
+        if let Some(gpu) = &self.gpu {
+            gpu.download(&mut self.fields.u, &mut self.fields.v, &mut self.fields.p)?;
         }
+        self.host_current = true;
+        Ok(())
+    }
+
+    fn wait(&mut self) -> Result<()> {
+        self.gpu.as_ref().map_or(Ok(()), |gpu| gpu.wait())
     }
 
     fn backend(&self) -> String {
@@ -560,6 +586,7 @@ impl<T: Real> Solver for Cavity<T> {
     }
 
     fn output_fields(&self) -> Vec<OutField> {
+        self.assert_host_current("output_fields");
         let (u, v, p) = (&self.fields.u, &self.fields.v, &self.fields.p);
         let mut vel = vec![T::zero(); 3 * u.len()];
         vel.par_chunks_mut(3).zip(u.par_iter().zip(v.par_iter())).for_each(|(o, (&a, &b))| {
@@ -577,6 +604,7 @@ impl<T: Real> Solver for Cavity<T> {
     }
 
     fn state(&self) -> Vec<StateArray> {
+        self.assert_host_current("state");
         let mesh = self.mesh();
         let a = |name: &str, v: &[T]| StateArray::field(name, Place::NODE, &mesh, T::wrap(v.to_vec()));
         let scalars =
@@ -609,6 +637,7 @@ impl<T: Real> Solver for Cavity<T> {
         if let Some(gpu) = &mut self.gpu {
             gpu.upload(&self.fields.u, &self.fields.v, &self.fields.p)?;
         }
+        self.host_current = true;
         self.u_snap = us;
         self.v_snap = vs;
         self.t_snap = r[0];
@@ -623,6 +652,7 @@ impl<T: Real> Solver for Cavity<T> {
     }
 
     fn find_non_finite(&self) -> Option<NonFinite> {
+        self.assert_host_current("find_non_finite");
         let nx = self.grid.n[0];
         first_non_finite("u", &self.fields.u, nx)
             .or_else(|| first_non_finite("v", &self.fields.v, nx))
@@ -630,6 +660,7 @@ impl<T: Real> Solver for Cavity<T> {
     }
 
     fn diagnostics(&self) -> Vec<(&'static str, f64)> {
+        self.assert_host_current("diagnostics");
         let nx = self.grid.n[0];
         let (u, v, p) = (&self.fields.u, &self.fields.v, &self.fields.p);
         // Per-row partials combined in order: independent of the thread count.
@@ -667,6 +698,7 @@ impl<T: Real> Solver for Cavity<T> {
     }
 
     fn report(&self) -> serde_json::Map<String, serde_json::Value> {
+        self.assert_host_current("report");
         let mut m = serde_json::Map::new();
         let num = |x: f64| if x.is_finite() { serde_json::Value::from(x) } else { serde_json::Value::Null };
         m.insert("R_K".into(), num(self.r_k));
@@ -744,6 +776,7 @@ impl<T: Real> Solver for Cavity<T> {
 
     #[allow(clippy::needless_range_loop)]
     fn write_results(&self, dir: &std::path::Path) -> Result<Vec<String>> {
+        self.assert_host_current("write_results");
         let h = self.grid.spacing[0];
         let (pu, pv) = (self.centreline_u(), self.centreline_v());
         // Full nodal profiles.
@@ -840,6 +873,42 @@ mod tests {
         let (_, v) = Reference::Ghia.tables(400.0).unwrap();
         assert!(v.suspect[11] && v.coord[11] == 0.9063 && v.value[11] == -0.23827);
         assert!(Reference::Ghia.tables(200.0).is_none());
+    }
+
+    #[test]
+    fn host_readers_refuse_a_stale_copy() {
+        let mut c = Cavity::<f64>::new(&params(9));
+        c.advance(c.dt()).unwrap();
+        assert!(c.host_current, "a CPU step keeps the host copy current");
+        // As after a step on a GPU.
+        c.host_current = false;
+        type Reader = fn(&Cavity<f64>);
+        let readers: [(&str, Reader); 12] = [
+            ("output_fields", |c| drop(c.output_fields())),
+            ("state", |c| drop(c.state())),
+            ("find_non_finite", |c| drop(c.find_non_finite())),
+            ("diagnostics", |c| drop(c.diagnostics())),
+            ("report", |c| drop(c.report())),
+            ("write_results", |c| drop(c.write_results(std::path::Path::new("/nonexistent")))),
+            ("centreline_u", |c| drop(c.centreline_u())),
+            ("centreline_v", |c| drop(c.centreline_v())),
+            ("compare", |c| drop(c.compare(Reference::Ghia))),
+            ("vorticity", |c| drop(c.vorticity())),
+            ("u", |c| {
+                c.u();
+            }),
+            ("p", |c| {
+                c.p();
+            }),
+        ];
+        for (name, read) in readers {
+            let msg = crate::testing::panic_message(|| read(&c)).unwrap_or_else(|| panic!("{name} read a stale host copy"));
+            assert!(msg.contains(&format!("Cavity::{name} ")), "{name}: {msg}");
+        }
+        // Progress and convergence read no fields.
+        assert!(c.status().is_some() && !c.converged());
+        c.sync().unwrap();
+        assert_eq!(c.state()[0].values, f64::wrap(c.u().to_vec()));
     }
 
     #[test]

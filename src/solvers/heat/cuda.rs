@@ -1,10 +1,12 @@
-//! The heat step on a CUDA device: the same update as `kernels.rs`, from `kernels/heat.cu`.
+//! The heat step on a CUDA device: the same update as `kernels.rs`, from `kernels/heat.cu`,
+//! run as the [`Stages`] of [`kernels::step`], the same function that orders the CPU stages.
 
 use std::sync::Arc;
 
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 
-use crate::cuda::{Gpu, GpuOptions, Variant, driver_err};
+use super::kernels::{self, Stages};
+use crate::cuda::{Gpu, GpuOptions, HeatKernel, Variant, driver_err};
 use crate::error::Result;
 use crate::real::Real;
 use crate::solver::Grid;
@@ -23,22 +25,22 @@ pub struct HeatCuda<T: Real> {
 impl<T: Real> HeatCuda<T> {
     pub fn new(gpu: &Gpu, opts: &GpuOptions, grid: &Grid, init: &[T]) -> Result<Self> {
         gpu.check_block(opts.block)?;
-        let module = gpu.module("heat", T::PRECISION, opts.fast_math)?;
+        let kernels = gpu.kernels::<HeatKernel>(T::PRECISION, opts.fast_math)?;
         let [nx, ny] = grid.n;
         let [bx, by] = opts.block;
-        let (name, cfg) = if ny == 1 {
-            ("heat1d", LaunchConfig { grid_dim: ((nx as u32).div_ceil(bx), 1, 1), block_dim: (bx, 1, 1), shared_mem_bytes: 0 })
+        let (kernel, cfg) = if ny == 1 {
+            (HeatKernel::Heat1d, LaunchConfig { grid_dim: ((nx as u32).div_ceil(bx), 1, 1), block_dim: (bx, 1, 1), shared_mem_bytes: 0 })
         } else {
             let grid_dim = gpu.grid_2d(nx, ny, opts.block)?;
             match opts.variant {
-                Variant::L2 => ("heat2d_l2", LaunchConfig { grid_dim, block_dim: (bx, by, 1), shared_mem_bytes: 0 }),
+                Variant::L2 => (HeatKernel::Heat2dL2, LaunchConfig { grid_dim, block_dim: (bx, by, 1), shared_mem_bytes: 0 }),
                 Variant::Shared => {
                     let bytes = (bx + 2) * (by + 2) * std::mem::size_of::<T>() as u32;
-                    ("heat2d_shared", LaunchConfig { grid_dim, block_dim: (bx, by, 1), shared_mem_bytes: bytes })
+                    (HeatKernel::Heat2dShared, LaunchConfig { grid_dim, block_dim: (bx, by, 1), shared_mem_bytes: bytes })
                 }
             }
         };
-        let func = module.load_function(name).map_err(driver_err("loading heat kernel"))?;
+        let func = kernels.get(kernel);
         gpu.allow_shared(&func, cfg.shared_mem_bytes, opts.block)?;
         let stream = gpu.stream.clone();
         let temp = stream.clone_htod(init).map_err(driver_err("upload"))?;
@@ -46,19 +48,14 @@ impl<T: Real> HeatCuda<T> {
         Ok(HeatCuda { stream, func, cfg, temp, next, nx: nx as i32, ny: ny as i32 })
     }
 
-    /// One step with stability number `r`, then swap the buffers.
+    /// One step with stability number `r` (the stage order of [`kernels::step`]).
     pub fn step(&mut self, r: T) -> Result<()> {
-        let mut b = self.stream.launch_builder(&self.func);
-        b.arg(&self.temp).arg(&mut self.next).arg(&self.nx);
-        if self.ny > 1 {
-            b.arg(&self.ny);
-        }
-        b.arg(&r);
-        // SAFETY: the argument list matches the kernel signatures in kernels/heat.cu
-        // (src, dst, nx[, ny], r) and both buffers hold nx*ny elements.
-        unsafe { b.launch(self.cfg) }.map_err(driver_err("heat kernel launch"))?;
-        std::mem::swap(&mut self.temp, &mut self.next);
-        Ok(())
+        kernels::step(self, r)
+    }
+
+    /// Block until the queued kernels have finished.
+    pub fn wait(&self) -> Result<()> {
+        self.stream.synchronize().map_err(driver_err("synchronize"))
     }
 
     pub fn download(&self, out: &mut [T]) -> Result<()> {
@@ -67,5 +64,23 @@ impl<T: Real> HeatCuda<T> {
 
     pub fn upload(&mut self, v: &[T]) -> Result<()> {
         self.stream.memcpy_htod(v, &mut self.temp).map_err(driver_err("upload"))
+    }
+}
+
+impl<T: Real> Stages<T> for HeatCuda<T> {
+    fn ftcs(&mut self, r: T) -> Result<()> {
+        let mut b = self.stream.launch_builder(&self.func);
+        b.arg(&self.temp).arg(&mut self.next).arg(&self.nx);
+        if self.ny > 1 {
+            b.arg(&self.ny);
+        }
+        b.arg(&r);
+        // SAFETY: the argument list matches the kernel signatures in kernels/heat.cu
+        // (src, dst, nx[, ny], r) and both buffers hold nx*ny elements.
+        unsafe { b.launch(self.cfg) }.map(|_| ()).map_err(driver_err("heat kernel launch"))
+    }
+
+    fn swap(&mut self) {
+        std::mem::swap(&mut self.temp, &mut self.next);
     }
 }

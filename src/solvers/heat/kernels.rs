@@ -6,10 +6,53 @@
 
 use rayon::prelude::*;
 
+use crate::error::Result;
+use crate::padded::Padded;
 use crate::real::Real;
 
 /// Elements per parallel task in 1D.
 const CHUNK_1D: usize = 1 << 14;
+
+/// The stages of a time step on one back end.
+pub trait Stages<T: Real> {
+    /// One fused FTCS pass with stability number `r`: the interior update of the current
+    /// field and the zero boundary, written to the other buffer.
+    fn ftcs(&mut self, r: T) -> Result<()>;
+    /// Make the buffer just written the current field.
+    fn swap(&mut self);
+}
+
+/// One time step, the one place that fixes the order of the stages for every back end:
+/// the FTCS pass, then the buffer swap.
+pub fn step<T: Real>(s: &mut (impl Stages<T> + ?Sized), r: T) -> Result<()> {
+    s.ftcs(r)?;
+    s.swap();
+    Ok(())
+}
+
+/// The CPU stages on the field `temp` (`nx` wide; 1D when it is one row) and the buffer
+/// `next` the pass writes.
+pub struct CpuStages<'a, T: Real> {
+    pub temp: &'a mut Padded<T>,
+    pub next: &'a mut Padded<T>,
+    pub nx: usize,
+}
+
+impl<T: Real> Stages<T> for CpuStages<'_, T> {
+    fn ftcs(&mut self, r: T) -> Result<()> {
+        if self.temp.len() == self.nx {
+            ftcs1d(self.temp, self.next, r);
+        } else {
+            ftcs2d(self.temp, self.next, self.nx, r);
+        }
+        Ok(())
+    }
+
+    fn swap(&mut self) {
+        // The buffers trade places, not just the references to them.
+        std::mem::swap(self.temp, self.next);
+    }
+}
 
 /// One FTCS step in 1D: `dst = src + r * laplacian(src)`, ends set to 0.
 pub fn ftcs1d<T: Real>(src: &[T], dst: &mut [T], r: T) {

@@ -188,10 +188,11 @@ pub struct Heat<T: Real> {
     exact: Exact,
     /// The field; on a GPU the host copy, refreshed by `sync`.
     temp: Padded<T>,
-    /// The buffer the next CPU step writes (empty on a GPU). The two buffers sit 2 KiB apart
-    /// modulo 4 KiB, so loads of one never falsely alias stores to the other.
-    next: Padded<T>,
-    gpu: Option<Box<cuda::HeatCuda<T>>>,
+    /// Where the steps run.
+    engine: Engine<T>,
+    /// Whether `temp` holds the current field: always on the CPU; on a GPU from `sync` or
+    /// `restore` until the next `advance`.
+    host_current: bool,
     backend: String,
     step: u64,
     time: f64,
@@ -220,14 +221,14 @@ impl<T: Real> Heat<T> {
         zero_boundary(&mut temp, grid.n[0]);
         let next = Padded::zeros(grid.nodes(), NEXT_SLOT);
         let dt = r * dx * dx / a;
-        Heat { kind, grid, r, r_limit, dt, exact, temp, next, gpu: None, backend: "cpu".into(), step: 0, time: 0.0 }
+        let engine = Engine::Cpu { next };
+        Heat { kind, grid, r, r_limit, dt, exact, temp, engine, host_current: true, backend: "cpu".into(), step: 0, time: 0.0 }
     }
 
     /// Move the field to `device` (the CPU keeps it where it is).
     pub fn on(mut self, device: &Device) -> Result<Self> {
         if let Device::Cuda(gpu, opts) = device {
-            self.gpu = Some(Box::new(cuda::HeatCuda::new(gpu, opts, &self.grid, &self.temp)?));
-            self.next = Padded::zeros(0, NEXT_SLOT);
+            self.engine = Engine::Cuda(Box::new(cuda::HeatCuda::new(gpu, opts, &self.grid, &self.temp)?));
             let variant = if self.grid.n[1] == 1 { "1d" } else { opts.variant.name() };
             self.backend = format!("cuda ({}, {variant} {}x{})", gpu.name, opts.block[0], opts.block[1]);
         }
@@ -241,7 +242,21 @@ impl<T: Real> Heat<T> {
 
     /// The current temperature field.
     pub fn temperature(&self) -> &[T] {
+        self.host("temperature")
+    }
+
+    /// The host copy of the field, read by `method`.
+    fn host(&self, method: &str) -> &[T] {
+        self.assert_host_current(method);
         &self.temp
+    }
+
+    /// Panics when the host copy is stale: a GPU step ran and no `Solver::sync` followed.
+    fn assert_host_current(&self, method: &str) {
+        assert!(
+            self.host_current,
+            "Heat::{method} read the host copy of the field, which is stale after a GPU step: call Solver::sync first"
+        );
     }
 
     /// Stability number of a full step.
@@ -262,7 +277,7 @@ impl<T: Real> Heat<T> {
     pub fn errors(&self) -> (f64, f64) {
         let exact = self.exact_field();
         let rows: Vec<(f64, f64)> = self
-            .temp
+            .host("errors")
             .par_chunks(self.grid.n[0])
             .zip(exact.par_chunks(self.grid.n[0]))
             .map(|(t, e)| {
@@ -274,6 +289,30 @@ impl<T: Real> Heat<T> {
             .collect();
         let (max, sum) = rows.iter().fold((0.0f64, 0.0), |(m, s), &(rm, rs)| (m.max(rm), s + rs));
         (max, (sum / self.temp.len() as f64).sqrt())
+    }
+}
+
+/// Where the steps run: the CPU or a CUDA device.
+enum Engine<T: Real> {
+    /// On the CPU, with the buffer the next step writes. It sits 2 KiB from the field modulo
+    /// 4 KiB, so loads of one never falsely alias stores to the other.
+    Cpu { next: Padded<T> },
+    /// On a CUDA device; the solver's field is the host copy.
+    Cuda(Box<cuda::HeatCuda<T>>),
+}
+
+impl<T: Real> Engine<T> {
+    /// One step of [`kernels::step`] on this back end; `temp` is the field (`nx` wide).
+    fn step(&mut self, temp: &mut Padded<T>, nx: usize, r: T) -> Result<()> {
+        match self {
+            Engine::Cpu { next } => kernels::step(&mut kernels::CpuStages { temp, next, nx }, r),
+            Engine::Cuda(gpu) => kernels::step(gpu.as_mut(), r),
+        }
+    }
+
+    /// Whether the field lives on the host, so that stepping keeps the host copy current.
+    fn on_host(&self) -> bool {
+        matches!(self, Engine::Cpu { .. })
     }
 }
 
@@ -323,23 +362,25 @@ impl<T: Real> Solver for Heat<T> {
     fn advance(&mut self, dt: f64) -> Result<()> {
         // Exactly r for a full step; proportionally smaller for a shortened last step.
         let r = T::of(if dt == self.dt { self.r } else { self.r * (dt / self.dt) });
-        match &mut self.gpu {
-            Some(gpu) => gpu.step(r)?,
-            None if self.grid.n[1] == 1 => kernels::ftcs1d(&self.temp, &mut self.next, r),
-            None => kernels::ftcs2d(&self.temp, &mut self.next, self.grid.n[0], r),
-        }
-        if self.gpu.is_none() {
-            std::mem::swap(&mut self.temp, &mut self.next);
-        }
+        self.host_current = self.engine.on_host();
+        self.engine.step(&mut self.temp, self.grid.n[0], r)?;
         self.step += 1;
         self.time += dt;
         Ok(())
     }
 
     fn sync(&mut self) -> Result<()> {
-        match &self.gpu {
-            Some(gpu) => gpu.download(&mut self.temp),
-            None => Ok(()),
+        if let Engine::Cuda(gpu) = &self.engine {
+            gpu.download(&mut self.temp)?;
+        }
+        self.host_current = true;
+        Ok(())
+    }
+
+    fn wait(&mut self) -> Result<()> {
+        match &self.engine {
+            Engine::Cuda(gpu) => gpu.wait(),
+            Engine::Cpu { .. } => Ok(()),
         }
     }
 
@@ -354,34 +395,35 @@ impl<T: Real> Solver for Heat<T> {
     fn output_fields(&self) -> Vec<OutField> {
         let exact: Vec<T> = sample(&self.grid, |x, y| self.exact.value(x, y, self.time));
         vec![
-            OutField::new("T", 1, Location::Node, T::wrap(self.temp.to_vec())),
+            OutField::new("T", 1, Location::Node, T::wrap(self.host("output_fields").to_vec())),
             OutField::new("T_exact", 1, Location::Node, T::wrap(exact)),
         ]
     }
 
     fn state(&self) -> Vec<StateArray> {
-        vec![StateArray::field("T", Place::NODE, &self.mesh(), T::wrap(self.temp.to_vec()))]
+        vec![StateArray::field("T", Place::NODE, &self.mesh(), T::wrap(self.host("state").to_vec()))]
     }
 
     fn restore(&mut self, step: u64, time: f64, mut arrays: Vec<StateArray>) -> Result<()> {
         let t = take_array::<T>(&mut arrays, "T", &crate::solver::shape_of(Place::NODE, &self.mesh()))?;
         self.temp.copy_from_slice(&t);
-        if let Some(gpu) = &mut self.gpu {
+        if let Engine::Cuda(gpu) = &mut self.engine {
             gpu.upload(&self.temp)?;
         }
+        self.host_current = true;
         self.step = step;
         self.time = time;
         Ok(())
     }
 
     fn find_non_finite(&self) -> Option<NonFinite> {
-        first_non_finite("T", &self.temp, self.grid.n[0])
+        first_non_finite("T", self.host("find_non_finite"), self.grid.n[0])
     }
 
     fn diagnostics(&self) -> Vec<(&'static str, f64)> {
         // Per-row partial sums combined in order: the same result for any thread count.
         let rows: Vec<(f64, f64, f64)> = self
-            .temp
+            .host("diagnostics")
             .par_chunks(self.grid.n[0])
             .map(|row| {
                 row.iter().fold((f64::MIN, f64::MAX, 0.0), |(mx, mn, s), &v| {
@@ -405,6 +447,7 @@ impl<T: Real> Solver for Heat<T> {
     }
 
     fn report(&self) -> serde_json::Map<String, serde_json::Value> {
+        self.assert_host_current("report");
         let (max, rms) = self.errors();
         let mut m = serde_json::Map::new();
         m.insert("reference".into(), "analytic".into());
@@ -424,5 +467,42 @@ impl<T: Real> Solver for Heat<T> {
             format!("grid: {grid}, dx = {:.6e}", self.grid.spacing[0]),
             format!("dt = {:.6e} (r = {}, stability limit r <= {})", self.dt, self.r, self.r_limit),
         ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use crate::testing::panic_message;
+
+    #[test]
+    fn host_readers_refuse_a_stale_copy() {
+        let p = Heat2dParams { n: 9, r: 0.2, diffusivity: 1.0, t0: default_t0(), domain: default_domain() };
+        let mut h = Heat::<f64>::heat2d(&p);
+        h.advance(h.dt()).unwrap();
+        assert!(h.host_current, "a CPU step keeps the host copy current");
+        // As after a step on a GPU.
+        h.host_current = false;
+        type Reader = fn(&Heat<f64>);
+        let readers: [(&str, Reader); 7] = [
+            ("output_fields", |h| drop(h.output_fields())),
+            ("state", |h| drop(h.state())),
+            ("find_non_finite", |h| drop(h.find_non_finite())),
+            ("diagnostics", |h| drop(h.diagnostics())),
+            ("report", |h| drop(h.report())),
+            ("temperature", |h| {
+                h.temperature();
+            }),
+            ("errors", |h| {
+                h.errors();
+            }),
+        ];
+        for (name, read) in readers {
+            let msg = panic_message(|| read(&h)).unwrap_or_else(|| panic!("{name} read a stale host copy"));
+            assert!(msg.contains(&format!("Heat::{name} ")), "{name}: {msg}");
+        }
+        h.sync().unwrap();
+        assert_eq!(h.state()[0].values, f64::wrap(h.temperature().to_vec()));
     }
 }

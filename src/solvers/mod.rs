@@ -41,6 +41,11 @@ pub trait SolverSpec {
     fn memory_estimate(&self, precision: Precision) -> usize;
     /// The solver at its initial condition, in `precision`, on `device`.
     fn build(&self, precision: Precision, device: &Device) -> Result<Box<dyn Solver>>;
+    /// [`SolverSpec::build`] after [`SolverSpec::validate`] (parameters not from a case file).
+    fn validated_build(&self, precision: Precision, device: &Device) -> Result<Box<dyn Solver>> {
+        self.validate()?;
+        self.build(precision, device)
+    }
 }
 
 /// The static part of a registry entry.

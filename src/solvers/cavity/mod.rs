@@ -105,8 +105,10 @@ impl CavityParams {
         let (a, v) = self.dt_limits();
         self.dt.unwrap_or(a.min(v))
     }
+}
 
-    pub fn validate(&self) -> Result<()> {
+impl SolverSpec for CavityParams {
+    fn validate(&self) -> Result<()> {
         count("solver.cavity.n", self.n, "nodes", 5, MAX_N)?;
         positive("solver.cavity.re", self.re)?;
         positive("solver.cavity.lid_velocity", self.lid_velocity)?;
@@ -138,12 +140,6 @@ impl CavityParams {
         positive("solver.cavity.residual.tol", self.residual.tol)?;
         Ok(())
     }
-}
-
-impl SolverSpec for CavityParams {
-    fn validate(&self) -> Result<()> {
-        CavityParams::validate(self)
-    }
     fn has_cuda(&self) -> bool {
         true
     }
@@ -162,8 +158,7 @@ impl Registered for CavityParams {
     /// Re = 1000, Ma = 0.1, dt from the spec's rule, starting from rest.
     fn bench(n: usize, precision: Precision, device: &Device) -> Result<Box<dyn Solver>> {
         let p = CavityParams { n, re: 1000.0, lid_velocity: 1.0, mach: 0.1, dt: None, residual: ResidualControl::default() };
-        p.validate()?;
-        p.build(precision, device)
+        p.validated_build(precision, device)
     }
 }
 

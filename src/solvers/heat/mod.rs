@@ -81,8 +81,8 @@ fn check_r(key: &str, r: f64, limit: f64) -> Result<()> {
     Ok(())
 }
 
-impl Heat1dParams {
-    pub fn validate(&self) -> Result<()> {
+impl SolverSpec for Heat1dParams {
+    fn validate(&self) -> Result<()> {
         count("solver.heat1d.n", self.n, "nodes", 3, MAX_N_1D)?;
         check_r("solver.heat1d.r", self.r, 0.5)?;
         positive("solver.heat1d.diffusivity", self.diffusivity)?;
@@ -91,26 +91,6 @@ impl Heat1dParams {
             return input("solver.heat1d.amplitude: must be finite");
         }
         Ok(())
-    }
-}
-
-impl Heat2dParams {
-    pub fn validate(&self) -> Result<()> {
-        count("solver.heat2d.n", self.n, "nodes", 3, MAX_N_2D)?;
-        check_r("solver.heat2d.r", self.r, 0.25)?;
-        positive("solver.heat2d.diffusivity", self.diffusivity)?;
-        positive("solver.heat2d.t0", self.t0)?;
-        let [lo, hi] = self.domain;
-        if !(lo.is_finite() && hi.is_finite() && hi > lo) {
-            return input(format!("solver.heat2d.domain: [{lo}, {hi}] must have lo < hi"));
-        }
-        Ok(())
-    }
-}
-
-impl SolverSpec for Heat1dParams {
-    fn validate(&self) -> Result<()> {
-        Heat1dParams::validate(self)
     }
     fn has_cuda(&self) -> bool {
         true
@@ -127,14 +107,21 @@ impl Registered for Heat1dParams {
     const BENCH_SIZE: usize = 1 << 24;
     fn bench(n: usize, precision: Precision, device: &Device) -> Result<Box<dyn Solver>> {
         let p = Heat1dParams { n, r: 0.2, diffusivity: 1.0, length: 1.0, amplitude: 6.0 };
-        p.validate()?;
-        p.build(precision, device)
+        p.validated_build(precision, device)
     }
 }
 
 impl SolverSpec for Heat2dParams {
     fn validate(&self) -> Result<()> {
-        Heat2dParams::validate(self)
+        count("solver.heat2d.n", self.n, "nodes", 3, MAX_N_2D)?;
+        check_r("solver.heat2d.r", self.r, 0.25)?;
+        positive("solver.heat2d.diffusivity", self.diffusivity)?;
+        positive("solver.heat2d.t0", self.t0)?;
+        let [lo, hi] = self.domain;
+        if !(lo.is_finite() && hi.is_finite() && hi > lo) {
+            return input(format!("solver.heat2d.domain: [{lo}, {hi}] must have lo < hi"));
+        }
+        Ok(())
     }
     fn has_cuda(&self) -> bool {
         true
@@ -150,8 +137,7 @@ impl SolverSpec for Heat2dParams {
 impl Registered for Heat2dParams {
     fn bench(n: usize, precision: Precision, device: &Device) -> Result<Box<dyn Solver>> {
         let p = Heat2dParams { n, r: 0.2, diffusivity: 1.0, t0: default_t0(), domain: default_domain() };
-        p.validate()?;
-        p.build(precision, device)
+        p.validated_build(precision, device)
     }
 }
 

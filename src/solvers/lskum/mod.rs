@@ -149,36 +149,6 @@ impl LskumParams {
         }
     }
 
-    pub fn validate(&self) -> Result<()> {
-        let key = "solver.lskum";
-        if !(self.mach.is_finite() && self.mach > 0.0 && self.mach < 10.0) {
-            return input(format!("{key}.mach: {} must be in (0, 10)", self.mach));
-        }
-        if !(self.aoa.is_finite() && self.aoa.abs() <= 90.0) {
-            return input(format!("{key}.aoa: {} must be within [-90, 90] degrees", self.aoa));
-        }
-        if !(self.cfl.is_finite() && self.cfl > 0.0 && self.cfl <= 2.0) {
-            return input(format!("{key}.cfl: {} must be in (0, 2]", self.cfl));
-        }
-        if self.inner_iterations > 100 {
-            return input(format!("{key}.inner_iterations: {} is more than 100", self.inner_iterations));
-        }
-        if !(self.vl_const.is_finite() && self.vl_const > 0.0) {
-            return input(format!("{key}.vl_const: {} must be a positive number", self.vl_const));
-        }
-        if !(self.power.is_finite() && self.power.abs() <= 10.0) {
-            return input(format!("{key}.power: {} must be within [-10, 10]", self.power));
-        }
-        if let Some(d) = self.residue_drop
-            && !(d.is_finite() && d > 0.0)
-        {
-            return input(format!("{key}.residue_drop: {d} must be a positive number of decades"));
-        }
-        if self.cloud.as_os_str().is_empty() {
-            return input(format!("{key}.cloud: give the point-cloud file"));
-        }
-        Ok(())
-    }
 
     fn settings(&self) -> Settings {
         Settings {
@@ -311,7 +281,34 @@ use crate::solvers::{Device, Registered, SolverSpec};
 
 impl SolverSpec for LskumParams {
     fn validate(&self) -> Result<()> {
-        LskumParams::validate(self)
+        let key = "solver.lskum";
+        if !(self.mach.is_finite() && self.mach > 0.0 && self.mach < 10.0) {
+            return input(format!("{key}.mach: {} must be in (0, 10)", self.mach));
+        }
+        if !(self.aoa.is_finite() && self.aoa.abs() <= 90.0) {
+            return input(format!("{key}.aoa: {} must be within [-90, 90] degrees", self.aoa));
+        }
+        if !(self.cfl.is_finite() && self.cfl > 0.0 && self.cfl <= 2.0) {
+            return input(format!("{key}.cfl: {} must be in (0, 2]", self.cfl));
+        }
+        if self.inner_iterations > 100 {
+            return input(format!("{key}.inner_iterations: {} is more than 100", self.inner_iterations));
+        }
+        if !(self.vl_const.is_finite() && self.vl_const > 0.0) {
+            return input(format!("{key}.vl_const: {} must be a positive number", self.vl_const));
+        }
+        if !(self.power.is_finite() && self.power.abs() <= 10.0) {
+            return input(format!("{key}.power: {} must be within [-10, 10]", self.power));
+        }
+        if let Some(d) = self.residue_drop
+            && !(d.is_finite() && d > 0.0)
+        {
+            return input(format!("{key}.residue_drop: {d} must be a positive number of decades"));
+        }
+        if self.cloud.as_os_str().is_empty() {
+            return input(format!("{key}.cloud: give the point-cloud file"));
+        }
+        Ok(())
     }
     fn clock(&self) -> Clock {
         Clock::Iterations
@@ -435,8 +432,8 @@ impl Solver for Lskum {
         }
         let r_ref = take_array::<f64>(&mut arrays, "residual_ref", &[1])?[0];
         let r_last = take_array::<f64>(&mut arrays, "residual_last", &[1])?[0];
-        for i in 0..n {
-            self.st.prim[i] = [comps[0][i], comps[1][i], comps[2][i], comps[3][i]];
+        for (i, p) in self.st.prim.iter_mut().enumerate() {
+            *p = [comps[0][i], comps[1][i], comps[2][i], comps[3][i]];
         }
         self.step = step;
         self.res_ref = r_ref;

@@ -436,6 +436,7 @@ pub enum ForcePoints {
 }
 
 /// Lift, drag and quarter-chord moment coefficients (spec 10.2), chord 1.
+#[allow(clippy::needless_range_loop)] // point i indexes several parallel arrays
 pub fn coefficients(c: &Cloud, prim: &[V4], mach: f64, aoa_deg: f64, which: ForcePoints) -> (f64, f64, f64) {
     let p_inf = 1.0 / k::GAMMA;
     let (mut h, mut v, mut m) = (0.0, 0.0, 0.0);

@@ -1,7 +1,8 @@
 //! `sim`: a case-driven CFD simulator.
 //!
-//! A YAML case ([`case::Case`]) is validated, turned into a [`solver::Solver`] and advanced by
-//! the driver in [`run`], which owns output (VTK series), checkpoints (HDF5) and diagnostics.
+//! A YAML case ([`case::Case`]) is validated, turned into a [`solver::Solver`] through the
+//! registry in [`solvers`] and advanced by the driver in [`run`], whose scheduled activities
+//! write output (VTK series), checkpoints (HDF5) and diagnostics.
 
 // Input checks write `!(x > 0.0)` on purpose: unlike `x <= 0.0`, it also rejects NaN.
 #![allow(clippy::neg_cmp_op_on_partial_ord)]

@@ -346,7 +346,7 @@ impl<T: Real> Solver for Heat<T> {
     }
 
     fn advance(&mut self, dt: f64) -> Result<()> {
-        // Exactly r for a full step; proportionally smaller for a shortened last step.
+        // Exactly r for a full step; proportional for a step the driver landed on an instant.
         let r = T::of(if dt == self.dt { self.r } else { self.r * (dt / self.dt) });
         self.host_current = self.engine.on_host();
         self.engine.step(&mut self.temp, self.grid.n[0], r)?;

@@ -184,6 +184,12 @@ pub(crate) fn guarded<T>(what: &str, f: impl FnOnce() -> std::result::Result<T, 
     r.unwrap_or_else(|_| Err(format!("{what}: the CUDA library is unusable (missing symbol)")))
 }
 
+/// Whether a CUDA driver library (libcuda.so) can be loaded.
+pub fn driver_library_present() -> bool {
+    // SAFETY: only tries to open the library.
+    unsafe { cudarc::driver::sys::is_culib_present() }
+}
+
 /// NVRTC's version, if the library can be loaded.
 pub fn nvrtc_version() -> Option<(i32, i32)> {
     if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
@@ -272,7 +278,7 @@ impl Gpu {
     /// Open device 0, or say precisely what is missing (exit code 2).
     pub fn open() -> Result<Arc<Gpu>> {
         let bad = |why: String| SimError::Input(format!("backend cuda: {why}; use backend: cpu or auto"));
-        if !unsafe { cudarc::driver::sys::is_culib_present() } {
+        if !driver_library_present() {
             return Err(bad("no CUDA driver library (libcuda.so.1) found".into()));
         }
         if nvrtc_version().is_none() {

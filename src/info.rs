@@ -10,7 +10,7 @@ pub struct CudaProbe {
 /// Probe the CUDA driver. cudarc panics when the library is missing or broken, so check
 /// for the library first and contain any panic of the loader.
 pub fn probe_cuda() -> CudaProbe {
-    let driver_found = unsafe { cudarc::driver::sys::is_culib_present() };
+    let driver_found = crate::cuda::driver_library_present();
     if !driver_found {
         return CudaProbe { driver_found, driver_version: None, devices: Err("no CUDA driver library (libcuda.so.1)".into()) };
     }

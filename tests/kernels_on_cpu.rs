@@ -1,49 +1,23 @@
 //! The CUDA kernels of `kernels/`, run on the CPU under an emulation of CUDA's execution
-//! model (`tests/cuda_on_cpu/harness.cpp`: blocks in turn, the threads of a shared-memory
-//! block concurrent at a barrier, no FMA contraction), against the CPU back end, bit for bit.
+//! model (`tests/cuda_on_cpu/`: blocks in turn, the threads of a shared-memory block as
+//! fibers meeting at each barrier, no FMA contraction), against the CPU back end, bit for bit.
 //! This checks the kernels' indexing, partial blocks, halos, wall pass and arithmetic order
 //! on machines without a GPU; `tests/gpu.rs` runs the same comparison on a device.
 //! Needs a C++17 compiler (`c++`, or `$CXX`); CI installs one.
 
+mod common;
+use common::noise;
+
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::OnceLock;
 
 use sim::real::Real;
 use sim::solvers::cavity::kernels::{Coeffs, Fields};
 use sim::solvers::heat::kernels::{ftcs1d, ftcs2d};
 
-const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-
 /// The harness built for `real` (float | double), or None (with a note) where no compiler is.
-fn harness(real: &'static str) -> Option<PathBuf> {
-    static BUILT: OnceLock<Option<(PathBuf, PathBuf)>> = OnceLock::new();
-    let built = BUILT.get_or_init(|| {
-        let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
-        let dir = std::env::temp_dir().join(format!("sim_cuda_on_cpu_{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let mut out = Vec::new();
-        for r in ["float", "double"] {
-            let exe = dir.join(format!("harness_{r}"));
-            let status = Command::new(&cxx)
-                .args(["-std=c++17", "-O2", "-ffp-contract=off", "-pthread", &format!("-DREAL={r}")])
-                .arg(format!("{ROOT}/tests/cuda_on_cpu/harness.cpp"))
-                .arg("-o")
-                .arg(&exe)
-                .status();
-            match status {
-                Ok(s) if s.success() => out.push(exe),
-                Ok(s) => panic!("{cxx} failed on tests/cuda_on_cpu/harness.cpp ({s})"),
-                Err(e) => {
-                    assert!(std::env::var_os("CI").is_none(), "CI must provide a C++ compiler (see .ci/run): {e}");
-                    eprintln!("note: no C++ compiler ({cxx}: {e}); emulated kernel tests skipped");
-                    return None;
-                }
-            }
-        }
-        Some((out[0].clone(), out[1].clone()))
-    });
-    built.as_ref().map(|(f, d)| if real == "float" { f.clone() } else { d.clone() })
+fn harness(real: &str) -> Option<PathBuf> {
+    common::emulation::emulation().map(|e| e.harness(real))
 }
 
 fn bytes<T: Real>(v: &[T]) -> Vec<u8> {
@@ -76,19 +50,6 @@ fn emulate<T: Real>(kernel: &str, variant: &str, block: [u32; 2], nx: usize, ny:
     let status = Command::new(&exe).args(args).arg(&input).arg(&output).status().unwrap();
     assert!(status.success(), "harness {args:?}: {status}");
     Some(from_bytes(&std::fs::read(&output).unwrap()))
-}
-
-/// Deterministic values in [-0.5, 0.5).
-fn noise<T: Real>(n: usize, seed: u64) -> Vec<T> {
-    let mut s = seed.wrapping_mul(0x9E3779B97F4A7C15) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            T::of((s >> 11) as f64 / (1u64 << 53) as f64 - 0.5)
-        })
-        .collect()
 }
 
 fn assert_bitwise<T: Real>(what: &str, got: &[T], want: &[T], nx: usize) {

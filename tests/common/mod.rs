@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod emulation;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -50,4 +52,17 @@ pub fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
         .collect();
     v.sort();
     v
+}
+
+/// Deterministic values in [-0.5, 0.5).
+pub fn noise<T: sim::real::Real>(n: usize, seed: u64) -> Vec<T> {
+    let mut s = seed.wrapping_mul(0x9E3779B97F4A7C15) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            T::of((s >> 11) as f64 / (1u64 << 53) as f64 - 0.5)
+        })
+        .collect()
 }

@@ -1,76 +1,29 @@
-// Runs the CUDA kernels of kernels/ on the CPU under an emulation of CUDA's execution model,
-// so that their indexing, boundary handling and arithmetic can be checked against the CPU
-// back end on machines without a GPU (tests/kernels_on_cpu.rs builds and drives this file).
-//
-// Emulation: blocks run one after another; the threads of a block run either one after
-// another (kernels without __syncthreads) or as real concurrent threads meeting at a
-// barrier (the shared-memory kernels). Shared memory is one static buffer, used by one
-// block at a time. Built with -ffp-contract=off, so no FMA contraction, like --fmad=false.
+// Runs kernels of kernels/ on the CPU emulation (emulator.h) for tests/kernels_on_cpu.rs,
+// which compares the fields with the CPU back end bit for bit. Built once per precision
+// (-DREAL=float|double) against the same emulator and kernel registrations as the driver.
 //
 // Usage: harness KERNEL VARIANT BX BY NX NY STEPS IN OUT
 //   KERNEL heat1d | heat2d | cavity, VARIANT l2 | shared.
 //   IN: the scalars (heat: r; cavity: dtdx dtdy nudx2 nudy2 c2dx c2dy u0), then the fields
 //   (heat: T; cavity: u v p), all as raw `real`s. OUT: the fields after STEPS steps.
-#include <pthread.h>
-
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <functional>
 #include <string>
-#include <thread>
 #include <vector>
 
-struct uint3_ {
-    unsigned x, y, z;
-};
-static thread_local uint3_ threadIdx, blockIdx;
-static uint3_ blockDim, gridDim;
-alignas(16) unsigned char smem[1 << 16];
-static pthread_barrier_t block_barrier;
-static bool concurrent = false;
+#include "emulator.h"
 
-static void __syncthreads() {
-    if (!concurrent) {
-        std::fprintf(stderr, "__syncthreads in a kernel launched without concurrent threads\n");
-        std::abort();
+typedef REAL real;
+
+// Launch registered kernel `name` in this precision with the addresses of its arguments.
+static void run(const char* name, uint3_ grid, uint3_ block, std::size_t shared, std::vector<void*> args) {
+    const sim_emu::Kernel* k = sim_emu::find(name, sizeof(real));
+    if (!k || k->params.size() != args.size()) {
+        std::fprintf(stderr, "harness: no kernel %s with %zu parameters\n", name, args.size());
+        std::exit(5);
     }
-    pthread_barrier_wait(&block_barrier);
-}
-
-#define __global__
-#define __device__
-#define __forceinline__ inline
-#define __shared__
-#include "../../kernels/common.cuh"
-#include "../../kernels/heat.cu"
-#include "../../kernels/cavity.cu"
-
-// Launch `body` (a kernel call) on a grid of blocks; `threads`: concurrent threads per block.
-static void launch(uint3_ grid, uint3_ block, bool threads, const std::function<void()>& body) {
-    gridDim = grid;
-    blockDim = block;
-    concurrent = threads;
-    unsigned n = block.x * block.y;
-    for (unsigned by = 0; by < grid.y; ++by)
-        for (unsigned bx = 0; bx < grid.x; ++bx) {
-            std::memset(smem, 0xff, sizeof smem);  // garbage, as on a device
-            auto run = [&](unsigned t) {
-                blockIdx = {bx, by, 0};
-                threadIdx = {t % block.x, t / block.x, 0};
-                body();
-            };
-            if (!threads) {
-                for (unsigned t = 0; t < n; ++t) run(t);
-                continue;
-            }
-            pthread_barrier_init(&block_barrier, nullptr, n);
-            std::vector<std::thread> pool;
-            for (unsigned t = 0; t < n; ++t) pool.emplace_back(run, t);
-            for (auto& th : pool) th.join();
-            pthread_barrier_destroy(&block_barrier);
-        }
+    sim_emu::launch(*k, grid, block, shared, args.data());
 }
 
 static std::vector<real> read_all(const char* path) {
@@ -95,42 +48,41 @@ int main(int argc, char** argv) {
     std::vector<real> in = read_all(argv[8]);
     size_t n = (size_t)nx * ny;
     uint3_ block = {bx, by, 1}, grid = {(nx + bx - 1) / bx, (ny + by - 1) / by, 1};
+    size_t tile = (size_t)(bx + 2) * (by + 2) * sizeof(real);
     std::vector<real> out;
     if (kernel == "heat1d" || kernel == "heat2d") {
         if (in.size() != 1 + n) return 4;
         real r = in[0];
         std::vector<real> a(in.begin() + 1, in.end()), b(n, (real)-1);
         for (int s = 0; s < steps; ++s) {
+            real *src = a.data(), *dst = b.data();
             if (kernel == "heat1d")
-                launch({(unsigned)(nx + bx - 1) / bx, 1, 1}, {bx, 1, 1}, false, [&] { heat1d(a.data(), b.data(), nx, r); });
-            else if (shared)
-                launch(grid, block, true, [&] { heat2d_shared(a.data(), b.data(), nx, ny, r); });
+                run("heat1d", {(unsigned)(nx + bx - 1) / bx, 1, 1}, {bx, 1, 1}, 0, {&src, &dst, &nx, &r});
             else
-                launch(grid, block, false, [&] { heat2d_l2(a.data(), b.data(), nx, ny, r); });
+                run(shared ? "heat2d_shared" : "heat2d_l2", grid, block, shared ? tile : 0, {&src, &dst, &nx, &ny, &r});
             a.swap(b);
         }
         out = a;
     } else if (kernel == "cavity") {
         if (in.size() != 7 + 3 * n) return 4;
-        const real* c = in.data();
+        real c[7];
+        for (int k = 0; k < 7; ++k) c[k] = in[k];
         std::vector<real> u(in.begin() + 7, in.begin() + 7 + n), v(in.begin() + 7 + n, in.begin() + 7 + 2 * n),
             p(in.begin() + 7 + 2 * n, in.end());
         // The starred fields start as garbage: every node the corrector reads must be written.
         std::vector<real> us(n, (real)NAN), vs(n, (real)NAN), ps(n, (real)NAN);
+        real *U = u.data(), *V = v.data(), *P = p.data(), *Us = us.data(), *Vs = vs.data(), *Ps = ps.data();
         long long boundary = 2LL * nx + 2LL * (ny - 2);
         uint3_ wgrid = {(unsigned)((boundary + 255) / 256), 1, 1}, wblock = {256, 1, 1};
-        // Predictor or corrector, l2 or shared (same argument list).
-        auto substep = [&](auto kernel) {
-            launch(grid, block, shared, [&] {
-                kernel(u.data(), v.data(), p.data(), us.data(), vs.data(), ps.data(), nx, ny, c[0], c[1], c[2], c[3],
-                       c[4], c[5]);
-            });
-        };
+        std::string suffix = shared ? "_shared" : "_l2";
+        std::size_t bytes = shared ? 3 * tile : 0;
         for (int s = 0; s < steps; ++s) {
-            substep(shared ? cavity_predictor_shared : cavity_predictor_l2);
-            launch(wgrid, wblock, false, [&] { cavity_walls(us.data(), vs.data(), ps.data(), nx, ny, c[6]); });
-            substep(shared ? cavity_corrector_shared : cavity_corrector_l2);
-            launch(wgrid, wblock, false, [&] { cavity_walls(u.data(), v.data(), p.data(), nx, ny, c[6]); });
+            run(("cavity_predictor" + suffix).c_str(), grid, block, bytes,
+                {&U, &V, &P, &Us, &Vs, &Ps, &nx, &ny, &c[0], &c[1], &c[2], &c[3], &c[4], &c[5]});
+            run("cavity_walls", wgrid, wblock, 0, {&Us, &Vs, &Ps, &nx, &ny, &c[6]});
+            run(("cavity_corrector" + suffix).c_str(), grid, block, bytes,
+                {&U, &V, &P, &Us, &Vs, &Ps, &nx, &ny, &c[0], &c[1], &c[2], &c[3], &c[4], &c[5]});
+            run("cavity_walls", wgrid, wblock, 0, {&U, &V, &P, &nx, &ny, &c[6]});
         }
         out = u;
         out.insert(out.end(), v.begin(), v.end());

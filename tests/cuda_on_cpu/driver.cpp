@@ -1,0 +1,370 @@
+// A test-only stand-in for the CUDA driver library (libcuda.so), never shipped with sim: one
+// device with Hopper's limits, whose memory is host memory, whose streams are synchronous and
+// whose kernels run on the CPU emulation (emulator.h). Modules are the cubins real NVRTC
+// produced: their kernel names and parameter sizes (the .nv.info sections) select registered
+// emulations, in the precision that fits every kernel of the module. Launches are checked as
+// the driver checks them. cudarc resolves each driver function when first called, so a
+// function missing here fails in cudarc with the function's name.
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "emulator.h"
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr;
+typedef void* CUstream;
+
+#define API extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+enum : CUresult {
+    SUCCESS = 0,
+    INVALID_VALUE = 1,
+    NOT_INITIALIZED = 3,
+    INVALID_DEVICE = 101,
+    INVALID_IMAGE = 200,
+    INVALID_HANDLE = 400,
+    NOT_FOUND = 500,
+    NOT_SUPPORTED = 801,
+};
+
+// The device: an H100-like part (compute capability 9.0).
+const char* const DEVICE_NAME = "sim CPU emulation of a CUDA device (sm_90)";
+constexpr int MAX_THREADS = 1024, MAX_BLOCK[3] = {1024, 1024, 64};
+constexpr long long MAX_GRID[3] = {2147483647LL, 65535, 65535};
+constexpr int DEFAULT_SHARED = 48 * 1024, OPTIN_SHARED = 227 * 1024;
+static_assert(OPTIN_SHARED <= (int)SMEM_BYTES, "the emulator's shared memory holds an opt-in block");
+constexpr std::size_t TOTAL_MEMORY = 80ULL << 30;
+
+int attribute(int a) {
+    switch (a) {
+        case 1: return MAX_THREADS;                    // MAX_THREADS_PER_BLOCK
+        case 2: case 3: case 4: return MAX_BLOCK[a - 2];  // MAX_BLOCK_DIM_X..Z
+        case 5: case 6: case 7: return (int)MAX_GRID[a - 5];
+        case 8: return DEFAULT_SHARED;                 // MAX_SHARED_MEMORY_PER_BLOCK
+        case 9: return 64 * 1024;                      // TOTAL_CONSTANT_MEMORY
+        case 10: return 32;                            // WARP_SIZE
+        case 12: return 65536;                         // MAX_REGISTERS_PER_BLOCK
+        case 13: return 1980000;                       // CLOCK_RATE (kHz)
+        case 16: return 132;                           // MULTIPROCESSOR_COUNT
+        case 38: return 50 << 20;                      // L2_CACHE_SIZE
+        case 39: return 2048;                          // MAX_THREADS_PER_MULTIPROCESSOR
+        case 75: return 9;                             // COMPUTE_CAPABILITY_MAJOR
+        case 76: return 0;                             // COMPUTE_CAPABILITY_MINOR
+        case 81: return 228 * 1024;                    // MAX_SHARED_MEMORY_PER_MULTIPROCESSOR
+        case 97: return OPTIN_SHARED;                  // MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+        case 115: return 1;                            // MEMORY_POOLS_SUPPORTED
+        default: return -1;
+    }
+}
+
+CUresult complain(CUresult code, const char* fmt, const std::string& what) {
+    std::fprintf(stderr, "emulated CUDA driver: ");
+    std::fprintf(stderr, fmt, what.c_str());
+    std::fprintf(stderr, "\n");
+    return code;
+}
+
+std::mutex lock;  // guards everything below; also makes launches one at a time
+bool initialised = false;
+int context_token;  // the primary context's handle
+thread_local void* current_context = nullptr;
+std::map<std::uintptr_t, std::size_t> allocations;  // device memory: start -> bytes
+
+// The allocation holding [p, p + n), or false.
+bool valid_range(CUdeviceptr p, std::size_t n) {
+    auto it = allocations.upper_bound((std::uintptr_t)p);
+    if (it == allocations.begin()) return false;
+    --it;
+    return (std::uintptr_t)p + n <= it->first + it->second;
+}
+
+struct Function {
+    std::string name;
+    std::vector<std::size_t> params;  // sizes, from the cubin
+    const sim_emu::Kernel* kernel;
+    int max_dynamic_shared = DEFAULT_SHARED;
+};
+struct Module {
+    std::vector<std::unique_ptr<Function>> functions;
+};
+struct Event {
+    std::chrono::steady_clock::time_point at;
+    bool recorded = false;
+};
+
+// Kernel name -> parameter sizes by ordinal, from the .nv.info.<kernel> sections of a cubin
+// (attribute EIATTR_KPARAM_INFO: ordinal, offset and size of each parameter).
+bool read_cubin(const unsigned char* b, std::map<std::string, std::vector<std::size_t>>& kernels) {
+    if (std::memcmp(b, "\x7f" "ELF", 4) != 0 || b[4] != 2) return false;
+    auto u16 = [&](std::size_t o) { std::uint16_t v; std::memcpy(&v, b + o, 2); return (std::size_t)v; };
+    auto u32 = [&](std::size_t o) { std::uint32_t v; std::memcpy(&v, b + o, 4); return (std::size_t)v; };
+    auto u64 = [&](std::size_t o) { std::uint64_t v; std::memcpy(&v, b + o, 8); return (std::size_t)v; };
+    if (u16(18) != 190) return false;  // EM_CUDA
+    std::size_t shoff = u64(0x28), shentsize = u16(0x3a), shnum = u16(0x3c), shstrndx = u16(0x3e);
+    auto header = [&](std::size_t i) { return shoff + i * shentsize; };
+    std::size_t names = u64(header(shstrndx) + 0x18);
+    const std::string prefix = ".nv.info.";
+    for (std::size_t i = 0; i < shnum; ++i) {
+        std::string name = (const char*)b + names + u32(header(i));
+        if (name.compare(0, prefix.size(), prefix) != 0) continue;
+        std::vector<std::size_t>& sizes = kernels[name.substr(prefix.size())];
+        std::size_t p = u64(header(i) + 0x18), end = p + u64(header(i) + 0x20);
+        while (p < end) {
+            std::size_t format = b[p], attr = b[p + 1], len = format == 4 ? u16(p + 2) : 0;
+            if (format == 4 && attr == 0x17 && len >= 12) {  // KPARAM_INFO
+                std::size_t ordinal = u16(p + 8), size = u32(p + 12) >> 18;
+                if (sizes.size() <= ordinal) sizes.resize(ordinal + 1);
+                sizes[ordinal] = size;
+            }
+            p += 4 + len;
+        }
+    }
+    return !kernels.empty();
+}
+
+// The registered emulation of every kernel of a cubin, in the one precision that fits all of
+// them (copy1d alone fits both).
+CUresult emulations(const std::map<std::string, std::vector<std::size_t>>& kernels, Module& m) {
+    std::vector<std::size_t> fits;
+    for (std::size_t real : {sizeof(float), sizeof(double)}) {
+        bool all = true;
+        for (auto& [name, sizes] : kernels) {
+            const sim_emu::Kernel* k = sim_emu::find(name, real);
+            all = all && k && k->params == sizes;
+        }
+        if (all) fits.push_back(real);
+    }
+    if (fits.size() != 1) {
+        std::string names;
+        for (auto& [name, sizes] : kernels) names += " " + name + "(" + std::to_string(sizes.size()) + " parameters)";
+        return complain(NOT_FOUND,
+                        "no single precision of the registered kernels (tests/cuda_on_cpu/kernels/) matches this "
+                        "module's kernels:%s",
+                        names);
+    }
+    for (auto& [name, sizes] : kernels)
+        m.functions.push_back(std::make_unique<Function>(Function{name, sizes, sim_emu::find(name, fits[0])}));
+    return SUCCESS;
+}
+
+CUresult copy(void* dst, const void* src, std::size_t n, CUdeviceptr device_side) {
+    std::lock_guard<std::mutex> g(lock);
+    if (!valid_range(device_side, n)) return complain(INVALID_VALUE, "copy of %s bytes outside an allocation", std::to_string(n));
+    std::memmove(dst, src, n);
+    return SUCCESS;
+}
+
+}  // namespace
+
+// ---- initialisation, device, context ----
+
+API CUresult cuInit(unsigned) {
+    initialised = true;
+    return SUCCESS;
+}
+API CUresult cuDriverGetVersion(int* v) {
+    *v = 13000;
+    return SUCCESS;
+}
+API CUresult cuDeviceGetCount(int* n) {
+    if (!initialised) return NOT_INITIALIZED;
+    *n = 1;
+    return SUCCESS;
+}
+API CUresult cuDeviceGet(CUdevice* d, int ordinal) {
+    if (!initialised) return NOT_INITIALIZED;
+    if (ordinal != 0) return INVALID_DEVICE;
+    *d = 0;
+    return SUCCESS;
+}
+API CUresult cuDeviceGetName(char* name, int len, CUdevice d) {
+    if (d != 0) return INVALID_DEVICE;
+    std::snprintf(name, len, "%s", DEVICE_NAME);
+    return SUCCESS;
+}
+API CUresult cuDeviceTotalMem_v2(std::size_t* bytes, CUdevice d) {
+    if (d != 0) return INVALID_DEVICE;
+    *bytes = TOTAL_MEMORY;
+    return SUCCESS;
+}
+API CUresult cuDeviceGetAttribute(int* v, int attr, CUdevice d) {
+    if (d != 0) return INVALID_DEVICE;
+    *v = attribute(attr);
+    if (*v < 0) return complain(INVALID_VALUE, "device attribute %s is not emulated", std::to_string(attr));
+    return SUCCESS;
+}
+API CUresult cuDevicePrimaryCtxRetain(void** ctx, CUdevice d) {
+    if (d != 0) return INVALID_DEVICE;
+    *ctx = &context_token;
+    return SUCCESS;
+}
+API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) { return d == 0 ? SUCCESS : INVALID_DEVICE; }
+API CUresult cuCtxSetCurrent(void* ctx) {
+    current_context = ctx;
+    return SUCCESS;
+}
+API CUresult cuCtxGetCurrent(void** ctx) {
+    *ctx = current_context;
+    return SUCCESS;
+}
+API CUresult cuCtxSynchronize() { return SUCCESS; }
+
+// ---- memory: host memory, 0xff bytes (NaN) until written ----
+
+API CUresult cuMemAlloc_v2(CUdeviceptr* p, std::size_t n) {
+    if (n == 0) return INVALID_VALUE;
+    void* m = std::aligned_alloc(256, (n + 255) / 256 * 256);
+    if (!m) return 2;  // CUDA_ERROR_OUT_OF_MEMORY
+    std::memset(m, 0xff, n);
+    std::lock_guard<std::mutex> g(lock);
+    allocations[(std::uintptr_t)m] = n;
+    *p = (CUdeviceptr)m;
+    return SUCCESS;
+}
+API CUresult cuMemFree_v2(CUdeviceptr p) {
+    std::lock_guard<std::mutex> g(lock);
+    if (!allocations.erase((std::uintptr_t)p)) return INVALID_VALUE;
+    std::free((void*)p);
+    return SUCCESS;
+}
+API CUresult cuMemAllocAsync(CUdeviceptr* p, std::size_t n, CUstream) { return cuMemAlloc_v2(p, n); }
+API CUresult cuMemFreeAsync(CUdeviceptr p, CUstream) { return cuMemFree_v2(p); }
+API CUresult cuMemGetInfo_v2(std::size_t* free_bytes, std::size_t* total) {
+    *free_bytes = *total = TOTAL_MEMORY;
+    return SUCCESS;
+}
+API CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void* h, std::size_t n) { return copy((void*)d, h, n, d); }
+API CUresult cuMemcpyDtoH_v2(void* h, CUdeviceptr d, std::size_t n) { return copy(h, (const void*)d, n, d); }
+API CUresult cuMemcpyDtoD_v2(CUdeviceptr d, CUdeviceptr s, std::size_t n) {
+    CUresult r = copy((void*)d, (const void*)s, n, s);
+    return r == SUCCESS && !valid_range(d, n) ? INVALID_VALUE : r;
+}
+API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void* h, std::size_t n, CUstream) { return cuMemcpyHtoD_v2(d, h, n); }
+API CUresult cuMemcpyDtoHAsync_v2(void* h, CUdeviceptr d, std::size_t n, CUstream) { return cuMemcpyDtoH_v2(h, d, n); }
+API CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, std::size_t n, CUstream) { return cuMemcpyDtoD_v2(d, s, n); }
+API CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, std::size_t n) {
+    std::lock_guard<std::mutex> g(lock);
+    if (!valid_range(d, n)) return INVALID_VALUE;
+    std::memset((void*)d, v, n);
+    return SUCCESS;
+}
+API CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, std::size_t n, CUstream) { return cuMemsetD8_v2(d, v, n); }
+
+// ---- streams and events: everything has completed when a call returns ----
+
+API CUresult cuStreamCreate(CUstream* s, unsigned) {
+    *s = new char;
+    return SUCCESS;
+}
+API CUresult cuStreamDestroy_v2(CUstream s) {
+    delete (char*)s;
+    return SUCCESS;
+}
+API CUresult cuStreamSynchronize(CUstream) { return SUCCESS; }
+API CUresult cuStreamWaitEvent(CUstream, void*, unsigned) { return SUCCESS; }
+API CUresult cuEventCreate(void** e, unsigned) {
+    *e = new Event;
+    return SUCCESS;
+}
+API CUresult cuEventDestroy_v2(void* e) {
+    delete (Event*)e;
+    return SUCCESS;
+}
+API CUresult cuEventRecord(void* e, CUstream) {
+    *(Event*)e = Event{std::chrono::steady_clock::now(), true};
+    return SUCCESS;
+}
+API CUresult cuEventSynchronize(void*) { return SUCCESS; }
+API CUresult cuEventQuery(void*) { return SUCCESS; }
+// The wall time between the two records: what the emulation took.
+API CUresult cuEventElapsedTime(float* ms, void* start, void* end) {
+    auto *a = (Event*)start, *b = (Event*)end;
+    if (!a->recorded || !b->recorded) return INVALID_HANDLE;
+    *ms = std::chrono::duration<float, std::milli>(b->at - a->at).count();
+    return SUCCESS;
+}
+API CUresult cuEventElapsedTime_v2(float* ms, void* start, void* end) { return cuEventElapsedTime(ms, start, end); }
+
+// ---- modules, functions, launches ----
+
+API CUresult cuModuleLoadData(void** module, const void* image) {
+    std::map<std::string, std::vector<std::size_t>> kernels;
+    if (!image || !read_cubin((const unsigned char*)image, kernels))
+        return complain(INVALID_IMAGE, "%s", "the module image is not a CUDA cubin");
+    auto m = std::make_unique<Module>();
+    CUresult r = emulations(kernels, *m);
+    if (r == SUCCESS) *module = m.release();
+    return r;
+}
+API CUresult cuModuleUnload(void* module) {
+    delete (Module*)module;
+    return SUCCESS;
+}
+API CUresult cuModuleGetFunction(void** f, void* module, const char* name) {
+    for (auto& fn : ((Module*)module)->functions)
+        if (fn->name == name) {
+            *f = fn.get();
+            return SUCCESS;
+        }
+    return NOT_FOUND;
+}
+API CUresult cuFuncGetAttribute(int* v, int attr, void* f) {
+    auto* fn = (Function*)f;
+    switch (attr) {
+        case 0: *v = MAX_THREADS; return SUCCESS;                // MAX_THREADS_PER_BLOCK
+        case 1: *v = 0; return SUCCESS;                          // SHARED_SIZE_BYTES (static)
+        case 8: *v = fn->max_dynamic_shared; return SUCCESS;     // MAX_DYNAMIC_SHARED_SIZE_BYTES
+        default: return complain(NOT_SUPPORTED, "function attribute %s is not emulated", std::to_string(attr));
+    }
+}
+API CUresult cuFuncSetAttribute(void* f, int attr, int value) {
+    if (attr != 8) return complain(NOT_SUPPORTED, "setting function attribute %s is not emulated", std::to_string(attr));
+    if (value < 0 || value > OPTIN_SHARED) return INVALID_VALUE;
+    ((Function*)f)->max_dynamic_shared = value;
+    return SUCCESS;
+}
+
+// The driver's checks (block and grid limits, dynamic shared memory within the function's
+// current limit, arguments given), then the launch on the emulator.
+API CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                            unsigned shared, CUstream, void** params, void** extra) {
+    auto* fn = (Function*)f;
+    if (!fn) return INVALID_HANDLE;
+    unsigned block[3] = {bx, by, bz}, grid[3] = {gx, gy, gz};
+    for (int d = 0; d < 3; ++d)
+        if (block[d] == 0 || (int)block[d] > MAX_BLOCK[d] || grid[d] == 0 || grid[d] > MAX_GRID[d]) return INVALID_VALUE;
+    if ((unsigned long long)bx * by * bz > (unsigned long long)MAX_THREADS) return INVALID_VALUE;
+    if ((int)shared > fn->max_dynamic_shared) return INVALID_VALUE;
+    if (extra) return complain(NOT_SUPPORTED, "%s: launch arguments through `extra` are not emulated", fn->name);
+    if (!params && !fn->params.empty()) return INVALID_VALUE;
+    std::lock_guard<std::mutex> g(lock);
+    sim_emu::launch(*fn->kernel, {gx, gy, gz}, {bx, by, bz}, shared, params);
+    return SUCCESS;
+}
+
+// ---- errors ----
+
+API CUresult cuGetErrorName(CUresult e, const char** s) {
+    switch (e) {
+        case SUCCESS: *s = "CUDA_SUCCESS"; break;
+        case INVALID_VALUE: *s = "CUDA_ERROR_INVALID_VALUE"; break;
+        case INVALID_IMAGE: *s = "CUDA_ERROR_INVALID_IMAGE"; break;
+        case INVALID_HANDLE: *s = "CUDA_ERROR_INVALID_HANDLE"; break;
+        case NOT_FOUND: *s = "CUDA_ERROR_NOT_FOUND"; break;
+        case NOT_SUPPORTED: *s = "CUDA_ERROR_NOT_SUPPORTED"; break;
+        default: *s = "CUDA_ERROR_UNKNOWN"; break;
+    }
+    return SUCCESS;
+}
+API CUresult cuGetErrorString(CUresult e, const char** s) { return cuGetErrorName(e, s); }

@@ -181,7 +181,15 @@ pub(crate) fn guarded<T>(what: &str, f: impl FnOnce() -> std::result::Result<T, 
     std::panic::set_hook(Box::new(|_| {}));
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
     std::panic::set_hook(prev);
-    r.unwrap_or_else(|_| Err(format!("{what}: the CUDA library is unusable (missing symbol)")))
+    r.unwrap_or_else(|payload| {
+        // cudarc's message names the missing symbol.
+        let why = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("a missing library or symbol");
+        Err(format!("{what}: the CUDA library is unusable ({why})"))
+    })
 }
 
 /// Whether a CUDA driver library (libcuda.so) can be loaded.

@@ -52,7 +52,7 @@ pub fn bench(o: &BenchOptions) -> Result<serde_json::Value> {
         _ => Device::Cpu,
     };
     let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(o.threads.unwrap_or(0))
+        .num_threads(crate::validate::threads("--threads", o.threads.unwrap_or(0))?)
         .build()
         .map_err(|e| SimError::Run(format!("cannot start threads: {e}")))?;
     pool.install(|| {
@@ -61,7 +61,11 @@ pub fn bench(o: &BenchOptions) -> Result<serde_json::Value> {
             None => None,
         };
         let mesh = solver.as_ref().map(|s| s.mesh());
-        let elements = mesh.as_ref().map(|m| m.len()).unwrap_or(size * size);
+        let elements = match &mesh {
+            Some(m) => m.len(),
+            None => size.checked_mul(size).ok_or_else(|| SimError::Input(format!("--size {size}: too large")))?,
+        };
+        crate::solvers::check_memory(elements.saturating_mul(2 * o.precision.bytes()))?;
         // Rows of the grid, as the stencils split their work; else chunks of 16 Ki elements.
         let row = match &mesh {
             Some(Mesh::Nodes(g) | Mesh::Cells(g)) if g.n[1] > 1 => g.n[0],

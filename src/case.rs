@@ -10,6 +10,9 @@ use crate::real::Precision;
 use crate::solver::Clock;
 pub use crate::solvers::SolverCase;
 
+/// Longest case name accepted.
+pub const MAX_NAME: usize = 100;
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Case {
@@ -141,12 +144,12 @@ impl Case {
 
     /// Value checks after parsing; each error names the key.
     pub fn validate(&self) -> Result<()> {
-        if self.name.is_empty()
-            || !self.name.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
-        {
+        // The name becomes a directory and file prefix: no path tricks, a sane length.
+        let plain = self.name.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c));
+        if self.name.is_empty() || !plain || self.name.starts_with('.') || self.name.len() > MAX_NAME {
             return input(format!(
-                "name: {:?} must be non-empty and use only letters, digits, '_', '-' and '.'",
-                self.name
+                "name: {:?} must be 1 to {MAX_NAME} letters, digits, '_', '-' or '.', not starting with '.'",
+                crate::error::quote(&self.name)
             ));
         }
         self.solver.spec().validate()?;

@@ -147,7 +147,7 @@ impl GpuOptions {
     /// Checks that need no device.
     pub fn validate(&self) -> Result<()> {
         let [bx, by] = self.block;
-        if bx == 0 || by == 0 || bx * by > 1024 {
+        if bx == 0 || by == 0 || bx as u64 * by as u64 > 1024 {
             return input(format!(
                 "gpu.block: [{bx}, {by}] must have positive sides and at most 1024 threads"
             ));
@@ -320,7 +320,7 @@ impl Gpu {
     /// Reject block shapes this device cannot launch.
     pub fn check_block(&self, block: [u32; 2]) -> Result<()> {
         let [bx, by] = block;
-        if bx > self.max_block[0] || by > self.max_block[1] || bx * by > self.max_threads_per_block {
+        if bx > self.max_block[0] || by > self.max_block[1] || bx as u64 * by as u64 > self.max_threads_per_block as u64 {
             return input(format!(
                 "gpu.block: [{bx}, {by}] exceeds what {} allows ({} threads per block, at most [{}, {}])",
                 self.name, self.max_threads_per_block, self.max_block[0], self.max_block[1]

@@ -13,6 +13,7 @@ pub mod cuda;
 pub mod error;
 pub mod info;
 pub mod io;
+pub mod memory;
 pub mod mesh;
 pub mod numerics;
 pub mod padded;

@@ -222,8 +222,6 @@ pub trait Solver: Send {
     fn report(&self) -> serde_json::Map<String, serde_json::Value>;
     /// Bytes that must move per step in an ideal implementation, for BW_e.
     fn bytes_per_step(&self) -> f64;
-    /// Lines for `sim check`: stability number, dt, grid and such.
-    fn describe(&self) -> Vec<String>;
     /// Steady-state solvers: true once converged; checked after every guard check. Called
     /// between syncs: must not read the fields.
     fn converged(&self) -> bool {

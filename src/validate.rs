@@ -21,3 +21,18 @@ pub fn count(key: &str, n: usize, what: &str, min: usize, max: usize) -> Result<
     }
     Ok(())
 }
+
+/// Worker threads allowed per hardware thread: more only slows a run down.
+pub const THREADS_PER_CORE: usize = 4;
+
+/// A thread count (0 = all hardware threads) within [`THREADS_PER_CORE`] times the hardware
+/// threads of this machine, or an error naming `key`.
+pub fn threads(key: &str, n: usize) -> Result<usize> {
+    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+    if n > THREADS_PER_CORE * cores {
+        return input(format!(
+            "{key}: {n} threads is more than {THREADS_PER_CORE} x the {cores} hardware threads of this machine"
+        ));
+    }
+    Ok(n)
+}

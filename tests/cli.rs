@@ -202,7 +202,7 @@ fn ctrl_c_checkpoints_and_the_run_can_continue() {
     let o = child.wait_with_output().unwrap();
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(130), "{err}");
-    assert!(err.contains("interrupted at step") && err.contains("sim run --restart out/h/checkpoint_"), "{err}");
+    assert!(err.contains("interrupted by SIGINT (Ctrl-C) at step") && err.contains("out/h/checkpoint_"), "{err}");
     let (step, _) = checkpoint::list(&dir.join("out/h")).pop().expect("checkpoint written on Ctrl-C");
     assert!(step > 0);
     let more = write(&dir, "more.yaml", &case.replace("100000000", &(step + 10).to_string()));

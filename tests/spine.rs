@@ -115,8 +115,9 @@ fn cell_fields_read_back_with_vtk() {
         OutField::new("u", 1, Location::FaceX, Values::F32(u)),
         OutField::new("H", 1, Location::Node, Values::F64((0..12).map(|k| k as f64).collect())),
     ];
-    let file = sim::io::output::write(&dir, "s", 7, &mesh, &fields).unwrap();
+    let file = sim::io::output::file_name("s", 7, &mesh);
     assert_eq!(file, "s_00000007.vti");
+    sim::io::output::write(&dir, &file, &mesh, &fields).unwrap();
     let script = format!(
         "from vtkmodules.vtkIOXML import vtkXMLImageDataReader\n\
          from vtkmodules.util.numpy_support import vtk_to_numpy\n\

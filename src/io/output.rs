@@ -4,24 +4,34 @@
 
 use std::path::Path;
 
-use crate::error::Result;
+use crate::error::{Result, SimError};
 use crate::real::{Real, Values};
 use crate::solver::{Grid, Location, Mesh, OutField, Place};
 
-/// Write the fields of `step` into `dir` as `<prefix>_<step:08>.vti|.vtu`; returns the file name.
-pub fn write(dir: &Path, prefix: &str, step: u64, mesh: &Mesh, fields: &[OutField]) -> Result<String> {
+/// `<prefix>_<step:08>.vti` (grids) or `.vtu` (point clouds).
+pub fn file_name(prefix: &str, step: u64, mesh: &Mesh) -> String {
+    let ext = if matches!(mesh, Mesh::Points(_)) { "vtu" } else { "vti" };
+    format!("{prefix}_{step:08}.{ext}")
+}
+
+/// Write the fields as `dir/file` ([`file_name`]), through a temporary name and a rename, so
+/// a full disk or a kill never leaves a truncated file under the final name.
+pub fn write(dir: &Path, file: &str, mesh: &Mesh, fields: &[OutField]) -> Result<()> {
     let fields: Vec<OutField> = fields.iter().map(|f| on_mesh(f, mesh)).collect();
-    let (file, image) = match mesh {
-        Mesh::Points(points) => {
-            let file = format!("{prefix}_{step:08}.vtu");
-            super::vtu::write(&dir.join(&file), points, &fields)?;
-            return Ok(file);
-        }
-        Mesh::Nodes(g) => (format!("{prefix}_{step:08}.vti"), *g),
-        Mesh::Cells(g) => (format!("{prefix}_{step:08}.vti"), node_grid_of_cells(g)),
+    let path = dir.join(file);
+    let tmp = super::tmp_path(&path);
+    let written = match mesh {
+        Mesh::Points(points) => super::vtu::write(&tmp, points, &fields),
+        Mesh::Nodes(g) => super::vti::write(&tmp, g, &fields),
+        Mesh::Cells(g) => super::vti::write(&tmp, &node_grid_of_cells(g), &fields),
     };
-    super::vti::write(&dir.join(&file), &image, &fields)?;
-    Ok(file)
+    let renamed = written.and_then(|_| {
+        std::fs::rename(&tmp, &path).map_err(|e| SimError::Run(format!("cannot write {}: {e}", path.display())))
+    });
+    if renamed.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    renamed
 }
 
 /// The grid of the corner nodes of a cell grid (1D grids stay 1D).

@@ -3,28 +3,17 @@
 //! on a wall-clock schedule, and the end, convergence or Ctrl-C end the loop.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
+use super::directory::RunDir;
 use super::report::{self, RunFacts};
-use super::schedule::{Ending, Landing, Schedule, Stop, Trigger};
+use super::schedule::{Ending, Landing, Schedule, Stop, Trigger, nominal_dt};
 use crate::case::Case;
 use crate::error::{Result, SimError};
 use crate::io::{checkpoint, history::History, pvd::Pvd};
 use crate::solver::{Clock, Solver};
-
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-/// Ctrl-C: the first finishes the step and checkpoints, a second exits at once.
-pub fn install_ctrlc() {
-    let _ = ctrlc::set_handler(|| {
-        if INTERRUPTED.swap(true, Ordering::SeqCst) {
-            std::process::exit(130);
-        }
-    });
-}
 
 /// What the driver does between steps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,6 +52,8 @@ pub struct Setup<'a> {
 
 pub struct Driver<'a> {
     setup: Setup<'a>,
+    /// The locked output directory and its manifest of the files the run writes.
+    dir: RunDir,
     activities: Vec<(Activity, Schedule)>,
     landing: Landing,
     start_step: u64,
@@ -76,7 +67,7 @@ pub struct Driver<'a> {
 }
 
 impl<'a> Driver<'a> {
-    pub fn new(setup: Setup<'a>, s: &dyn Solver) -> Result<Self> {
+    pub fn new(setup: Setup<'a>, dir: RunDir, s: &dyn Solver) -> Result<Self> {
         let start_step = s.step();
         let case = setup.case;
         let keep_until = setup.restart.as_ref().map(|_| start_step);
@@ -88,10 +79,11 @@ impl<'a> Driver<'a> {
             pvd: Pvd::resume(setup.out_dir.join(format!("{}.pvd", case.name)), start_step),
             history: History::open(crate::io::history::path_in(setup.out_dir), keep_until)?,
             last_checkpoint: setup.restart.clone(),
-            progress: Progress::new(setup.quiet, start_step, setup.stop.last_step(s), started),
+            progress: Progress::new(setup.quiet, start_step, setup.stop.last_step(start_step, s.time(), nominal_dt(s)), started),
             compute: Duration::ZERO,
             started,
             setup,
+            dir,
         })
     }
 
@@ -110,6 +102,8 @@ impl<'a> Driver<'a> {
     }
 
     fn begin(&mut self, s: &mut dyn Solver) -> Result<()> {
+        self.dir.record(&format!("{}.pvd", self.setup.case.name))?;
+        self.dir.record("history.csv")?;
         if self.setup.restart.is_none() {
             s.sync()?;
             self.write_output(s)?;
@@ -141,7 +135,7 @@ impl<'a> Driver<'a> {
             Ending::End
         } else if s.converged() {
             Ending::Converged
-        } else if INTERRUPTED.load(Ordering::SeqCst) {
+        } else if super::signals::received().is_some() {
             Ending::Interrupted
         } else {
             Ending::Continue
@@ -169,6 +163,10 @@ impl<'a> Driver<'a> {
     fn finish(&mut self, s: &mut dyn Solver, ending: Ending) -> Result<serde_json::Value> {
         self.progress.finish();
         s.sync()?;
+        for name in crate::solvers::entry(s.kind()).map_or(&[][..], |e| e.result_files) {
+            self.dir.record(name)?;
+        }
+        self.dir.record("summary.json")?;
         let results = s.write_results(self.setup.out_dir)?;
         let facts = RunFacts {
             case: &self.setup.case.name,
@@ -185,11 +183,16 @@ impl<'a> Driver<'a> {
         crate::io::write_atomic(&self.setup.out_dir.join("summary.json"), text.as_bytes())?;
         if ending == Ending::Interrupted {
             let ck = self.last_checkpoint.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
-            return Err(SimError::Interrupted(format!(
-                "interrupted at step {}{}; checkpoint written. Continue with: sim run --restart {ck}",
-                s.step(),
-                report::time_text(s)
-            )));
+            let signal = super::signals::received().unwrap_or(signal_hook::consts::SIGINT);
+            return Err(SimError::Interrupted(
+                format!(
+                    "interrupted by {} at step {}{}; checkpoint written. Continue with: sim run --restart {ck}",
+                    super::signals::name(signal),
+                    s.step(),
+                    report::time_text(s)
+                ),
+                signal,
+            ));
         }
         Ok(summary)
     }
@@ -218,7 +221,9 @@ impl<'a> Driver<'a> {
     }
 
     fn write_output(&mut self, s: &dyn Solver) -> Result<()> {
-        let file = crate::io::output::write(self.setup.out_dir, &self.setup.case.name, s.step(), &s.mesh(), &s.output_fields())?;
+        let file = crate::io::output::file_name(&self.setup.case.name, s.step(), &s.mesh());
+        self.dir.record(&file)?;
+        crate::io::output::write(self.setup.out_dir, &file, &s.mesh(), &s.output_fields())?;
         // ParaView needs a time for every file: under pseudo-time the iteration number.
         let time = match s.clock() {
             Clock::Physical => s.time(),
@@ -230,6 +235,9 @@ impl<'a> Driver<'a> {
     fn write_checkpoint(&mut self, s: &dyn Solver) -> Result<()> {
         let dir = self.setup.out_dir;
         let path = checkpoint::path_for(dir, s.step());
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
+        self.dir.record(&name)?;
+        self.dir.record(&name.replace(".h5", ".xmf"))?;
         let meta = checkpoint::Meta {
             solver: s.kind().into(),
             step: s.step(),

@@ -2,10 +2,12 @@
 //! changes, [`driver`] runs the time loop and its scheduled activities, [`report`] says what
 //! happened.
 
+pub mod directory;
 pub mod driver;
 pub mod plan;
 pub mod report;
 pub mod schedule;
+pub mod signals;
 
 pub use plan::{Plan, RunOptions, plan};
 pub use report::summary_text;
@@ -13,12 +15,18 @@ pub use report::summary_text;
 use crate::error::{Result, SimError, input};
 use schedule::Stop;
 
-/// `sim check`: what the run would do.
+/// `sim check`: what the run would do, with the checks of `sim run` that need no fields.
 pub fn check(opts: &RunOptions) -> Result<String> {
     let plan = plan(opts)?;
-    let solver = crate::solvers::build(&plan.case, plan.precision)?;
-    let stop = Stop::of(&plan.case, opts.steps, solver.step());
-    Ok(report::check_text(&plan.case, plan.precision, &plan.out_dir, solver.as_ref(), &stop))
+    let spec = plan.case.solver.spec();
+    crate::validate::threads("threads", plan.case.threads)?;
+    let (step, time) = plan.restart.as_ref().map_or((0, 0.0), |(_, meta, _)| (meta.step, meta.time));
+    let stop = Stop::of(&plan.case, opts.steps, step);
+    let dt = spec.nominal_dt();
+    stop.check_limits(step, time, dt)?;
+    crate::solvers::check_memory(spec.memory_estimate(plan.precision))?;
+    let last = stop.last_step(step, time, dt);
+    Ok(report::check_text(&plan.case, plan.precision, &plan.out_dir, &spec.describe()?, &stop, last))
 }
 
 /// `sim run`: returns the summary written to summary.json.
@@ -26,7 +34,10 @@ pub fn run(opts: &RunOptions) -> Result<serde_json::Value> {
     let plan = plan(opts)?;
     let case = &plan.case;
     let (device, note) = crate::solvers::choose_device(opts.backend.unwrap_or(case.backend), case)?;
-    let threads = opts.threads.unwrap_or(case.threads);
+    let threads = match opts.threads {
+        Some(n) => crate::validate::threads("--threads", n)?,
+        None => crate::validate::threads("threads", case.threads)?,
+    };
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()
@@ -42,6 +53,7 @@ pub fn run(opts: &RunOptions) -> Result<serde_json::Value> {
         None => None,
     };
     let stop = Stop::of(case, opts.steps, solver.step());
+    stop.check_limits(solver.step(), solver.time(), schedule::nominal_dt(solver.as_ref()))?;
     if restart.is_some() && stop.done(solver.as_ref()) {
         return input(format!(
             "the checkpoint is at step {}{}, already at the end of the run ({}); raise time.end_time or \
@@ -51,19 +63,17 @@ pub fn run(opts: &RunOptions) -> Result<serde_json::Value> {
             stop.text()
         ));
     }
-    match restart {
-        None => plan::prepare_fresh_dir(&plan.out_dir, opts.overwrite)?,
-        // A restart may continue into a new directory (--out).
-        Some(_) => std::fs::create_dir_all(&plan.out_dir).map_err(|e| {
-            SimError::Input(format!("cannot create output directory {}: {e}", plan.out_dir.display()))
-        })?,
-    }
+    // A restart may continue into a new directory (--out).
+    let run_dir = match restart {
+        None => directory::RunDir::fresh(&plan.out_dir, opts.overwrite)?,
+        Some(_) => directory::RunDir::restart(&plan.out_dir)?,
+    };
     if !opts.quiet
         && let Some(n) = note
     {
         eprintln!("{n}");
     }
-    driver::install_ctrlc();
+    signals::install();
     let setup = driver::Setup {
         case,
         case_text: &plan.case_text,
@@ -73,6 +83,6 @@ pub fn run(opts: &RunOptions) -> Result<serde_json::Value> {
         quiet: opts.quiet,
         restart,
     };
-    let mut driver = driver::Driver::new(setup, solver.as_ref())?;
+    let mut driver = driver::Driver::new(setup, run_dir, solver.as_ref())?;
     pool.install(|| driver.drive(solver.as_mut()))
 }

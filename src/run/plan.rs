@@ -35,6 +35,15 @@ pub struct Plan {
 
 /// Read and check everything a run needs; nothing on disk is changed.
 pub fn plan(opts: &RunOptions) -> Result<Plan> {
+    if opts.steps == Some(0) {
+        return input("--steps 0: give at least one step");
+    }
+    let mut plan = unresolved_plan(opts)?;
+    plan.out_dir = super::directory::resolve(&plan.out_dir)?;
+    Ok(plan)
+}
+
+fn unresolved_plan(opts: &RunOptions) -> Result<Plan> {
     let given = match &opts.case {
         Some(p) => Some(Case::load(p)?),
         None => None,
@@ -116,44 +125,4 @@ fn resolve_restart(arg: &str, opts: &RunOptions, case: Option<&Case>) -> Result<
         Some((_, p)) => Ok(p),
         None => input(format!("--restart {arg}: no checkpoint_*.h5 in {}", dir.display())),
     }
-}
-
-/// Files a run writes, which `--overwrite` may remove: the driver's, and the result files of
-/// every solver in the registry.
-fn is_run_file(name: &str) -> bool {
-    name == "history.csv"
-        || name == "summary.json"
-        || name.ends_with(".tmp")
-        || name.ends_with(".pvd")
-        || name.ends_with(".vti")
-        || name.ends_with(".vtu")
-        || (name.starts_with("checkpoint_") && (name.ends_with(".h5") || name.ends_with(".xmf")))
-        || crate::solvers::SOLVERS.iter().any(|e| e.result_files.contains(&name))
-}
-
-/// Make `dir` ready for a fresh run without destroying earlier results by accident.
-pub fn prepare_fresh_dir(dir: &Path, overwrite: bool) -> Result<()> {
-    let entries: Vec<String> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| e.file_name().into_string().ok())
-        .collect();
-    if !entries.is_empty() {
-        if !overwrite {
-            return input(format!(
-                "output directory {} already holds files (e.g. {}); pass --overwrite to replace them, \
-                 or continue the run with: sim run --restart {}",
-                dir.display(),
-                entries[0],
-                dir.display()
-            ));
-        }
-        for name in entries.iter().filter(|n| is_run_file(n)) {
-            std::fs::remove_file(dir.join(name))
-                .map_err(|e| SimError::Run(format!("cannot remove {}: {e}", dir.join(name).display())))?;
-        }
-    }
-    std::fs::create_dir_all(dir)
-        .map_err(|e| SimError::Input(format!("cannot create output directory {}: {e}", dir.display())))
 }

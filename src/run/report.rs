@@ -110,11 +110,11 @@ pub fn summary_text(v: &serde_json::Value) -> String {
     s
 }
 
-/// `sim check`: what the run would do.
-pub fn check_text(case: &Case, precision: Precision, out_dir: &Path, s: &dyn Solver, stop: &Stop) -> String {
-    let last = stop.last_step(s);
+/// `sim check`: what the run would do, from `describe` (the solver's lines) and the step at
+/// which it stops.
+pub fn check_text(case: &Case, precision: Precision, out_dir: &Path, describe: &[String], stop: &Stop, last: u64) -> String {
     let mut t = format!("case {}: solver {}, precision {}\n", case.name, case.solver.kind(), precision.name());
-    for line in s.describe() {
+    for line in describe {
         t += &format!("  {line}\n");
     }
     let mem = case.solver.spec().memory_estimate(precision);

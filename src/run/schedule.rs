@@ -3,10 +3,19 @@
 //! the end of the run, on an interrupt).
 
 use crate::case::Case;
+use crate::error::{Result, input};
 use crate::solver::{Clock, Solver};
 
 /// Relative slack on time comparisons: an instant within `TOL * dt` counts as reached.
 const TOL: f64 = 1e-9;
+
+/// The most steps a run may take (about 1.1e12): beyond it a run would not end in practice.
+pub const MAX_STEPS: u64 = 1 << 40;
+
+/// The nominal step of `s`, None under pseudo-time.
+pub fn nominal_dt(s: &dyn Solver) -> Option<f64> {
+    (s.clock() == Clock::Physical).then(|| s.dt())
+}
 
 /// Why the run ends after the current step, if it does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,7 +39,7 @@ pub struct Stop {
 impl Stop {
     /// The case's stop, with `--steps` counted from `start`.
     pub fn of(case: &Case, steps: Option<u64>, start: u64) -> Stop {
-        let by_opt = steps.map(|n| start + n);
+        let by_opt = steps.map(|n| start.saturating_add(n));
         let end_step = match (case.time.end_step, by_opt) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -43,19 +52,41 @@ impl Stop {
         self.end_step.is_some_and(|e| s.step() >= e) || by_time
     }
 
-    /// Step number at which the run will stop (with full steps; landing on output instants
-    /// may add a few).
-    pub fn last_step(&self, s: &dyn Solver) -> u64 {
-        let by_time = self
-            .end_time
-            .filter(|_| s.clock() == Clock::Physical)
-            .map(|t| s.step() + ((t - s.time()) / s.dt() - TOL).ceil().max(0.0) as u64);
+    /// Step number at which a run from `step` at `time`, with full steps of `dt` (None under
+    /// pseudo-time), will stop; landing on output instants may add a few.
+    pub fn last_step(&self, step: u64, time: f64, dt: Option<f64>) -> u64 {
+        let by_time = match (self.end_time, dt) {
+            // The float-to-integer cast saturates, so a tiny dt cannot wrap around.
+            (Some(t), Some(dt)) => Some(step.saturating_add(((t - time) / dt - TOL).ceil().max(0.0) as u64)),
+            _ => None,
+        };
         match (self.end_step, by_time) {
             (Some(a), Some(b)) => a.min(b),
             (Some(a), None) => a,
             (None, Some(b)) => b,
-            (None, None) => s.step(),
+            (None, None) => step,
         }
+    }
+
+    /// Refuse a run that could not end: a time step that is not positive, finite and normal,
+    /// or more than [`MAX_STEPS`] steps.
+    pub fn check_limits(&self, step: u64, time: f64, dt: Option<f64>) -> Result<()> {
+        if let Some(dt) = dt
+            && !(dt.is_normal() && dt > 0.0)
+        {
+            return input(format!(
+                "the time step dt = {dt:e} that the case gives is not usable: it must be positive, finite and \
+                 not subnormal (check the stability number, the grid and the domain)"
+            ));
+        }
+        let steps = self.last_step(step, time, dt) - step;
+        if steps > MAX_STEPS {
+            return input(format!(
+                "the run would take {steps} steps, more than the limit of {MAX_STEPS}; use a larger time step or \
+                 an earlier time.end_time / time.end_step"
+            ));
+        }
+        Ok(())
     }
 
     pub fn text(&self) -> String {

@@ -37,14 +37,34 @@ pub trait SolverSpec {
     fn has_cuda(&self) -> bool {
         false
     }
-    /// Bytes of field storage the solver allocates, for `sim check`.
+    /// Bytes of field storage the solver allocates (checked against the machine's memory).
     fn memory_estimate(&self, precision: Precision) -> usize;
+    /// The length of a full step (None under pseudo-time), known before anything is built.
+    fn nominal_dt(&self) -> Option<f64>;
+    /// Lines for `sim check`, from the parameters alone (no fields are allocated).
+    fn describe(&self) -> Result<Vec<String>>;
     /// The solver at its initial condition, in `precision`, on `device`.
     fn build(&self, precision: Precision, device: &Device) -> Result<Box<dyn Solver>>;
-    /// [`SolverSpec::build`] after [`SolverSpec::validate`] (parameters not from a case file).
+    /// [`SolverSpec::build`] after [`SolverSpec::validate`] and the memory check (parameters
+    /// not from a case file).
     fn validated_build(&self, precision: Precision, device: &Device) -> Result<Box<dyn Solver>> {
         self.validate()?;
+        check_memory(self.memory_estimate(precision))?;
         self.build(precision, device)
+    }
+}
+
+/// Refuse a solver whose fields need more memory than the machine has available.
+pub fn check_memory(bytes: usize) -> Result<()> {
+    let gib = |b: f64| b / (1u64 << 30) as f64;
+    match crate::memory::available() {
+        Some(free) if bytes as u64 > free => input(format!(
+            "the fields need {:.2} GiB of memory and this machine has {:.2} GiB available; reduce the grid or \
+             the number of points",
+            gib(bytes as f64),
+            gib(free as f64)
+        )),
+        _ => Ok(()),
     }
 }
 
@@ -145,6 +165,7 @@ pub fn build_on(case: &Case, precision: Precision, device: &Device) -> Result<Bo
     if matches!(device, Device::Cuda(..)) && !spec.has_cuda() {
         return input(format!("backend cuda: solver {} has no CUDA kernels yet; use backend: cpu", case.solver.kind()));
     }
+    check_memory(spec.memory_estimate(precision))?;
     spec.build(precision, device)
 }
 

@@ -105,6 +105,39 @@ impl CavityParams {
         let (a, v) = self.dt_limits();
         self.dt.unwrap_or(a.min(v))
     }
+
+    /// Lines for `sim check`.
+    pub fn describe(&self) -> Vec<String> {
+        let p = self;
+        let (a, v) = p.dt_limits();
+        let which = if p.dt.is_some() {
+            "from the case"
+        } else if a <= v {
+            "acoustic limit"
+        } else {
+            "viscous limit"
+        };
+        vec![
+            format!("grid: {0} x {0} nodes, dx = {1:.6e}", p.n, p.dx()),
+            format!(
+                "Re = {}, lid velocity u0 = {}, nu = {:.6e}, Ma = {} (sound speed c = {})",
+                p.re,
+                p.lid_velocity,
+                p.nu(),
+                p.mach,
+                p.sound_speed()
+            ),
+            format!("dt = {:.6e} ({which}; limits 0.2 dx/c = {a:.6e}, 0.1 dx^2/nu = {v:.6e})", p.time_step()),
+            format!(
+                "steady state: R_K < {:e} at two consecutive checks every {} steps",
+                p.residual.tol, p.residual.every
+            ),
+            match Reference::Ghia.tables(p.re) {
+                Some(_) => format!("reference: Ghia et al. 1982 at Re = {}", p.re),
+                None => format!("reference: none at Re = {} (Ghia: {:?})", p.re, Reference::Ghia.reynolds()),
+            },
+        ]
+    }
 }
 
 impl SolverSpec for CavityParams {
@@ -146,6 +179,12 @@ impl SolverSpec for CavityParams {
     /// u, v, p, u*, v*, p* and the two residual snapshots.
     fn memory_estimate(&self, precision: Precision) -> usize {
         8 * self.n * self.n * precision.bytes()
+    }
+    fn nominal_dt(&self) -> Option<f64> {
+        Some(self.time_step())
+    }
+    fn describe(&self) -> Result<Vec<String>> {
+        Ok(CavityParams::describe(self))
     }
     fn build(&self, precision: Precision, device: &Device) -> Result<Box<dyn Solver>> {
         crate::in_precision!(precision, |T| Cavity::<T>::new(self).on(device))
@@ -729,37 +768,6 @@ impl<T: Real> Solver for Cavity<T> {
         15.0 * self.grid.nodes() as f64 * T::PRECISION.bytes() as f64
     }
 
-    fn describe(&self) -> Vec<String> {
-        let p = &self.params;
-        let (a, v) = p.dt_limits();
-        let which = if p.dt.is_some() {
-            "from the case"
-        } else if a <= v {
-            "acoustic limit"
-        } else {
-            "viscous limit"
-        };
-        vec![
-            format!("grid: {0} x {0} nodes, dx = {1:.6e}", p.n, p.dx()),
-            format!(
-                "Re = {}, lid velocity u0 = {}, nu = {:.6e}, Ma = {} (sound speed c = {})",
-                p.re,
-                p.lid_velocity,
-                p.nu(),
-                p.mach,
-                p.sound_speed()
-            ),
-            format!("dt = {:.6e} ({which}; limits 0.2 dx/c = {a:.6e}, 0.1 dx^2/nu = {v:.6e})", self.dt),
-            format!(
-                "steady state: R_K < {:e} at two consecutive checks every {} steps",
-                p.residual.tol, p.residual.every
-            ),
-            match Reference::Ghia.tables(p.re) {
-                Some(_) => format!("reference: Ghia et al. 1982 at Re = {}", p.re),
-                None => format!("reference: none at Re = {} (Ghia: {:?})", p.re, Reference::Ghia.reynolds()),
-            },
-        ]
-    }
 
     fn converged(&self) -> bool {
         self.converged

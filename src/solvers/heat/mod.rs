@@ -98,6 +98,12 @@ impl SolverSpec for Heat1dParams {
     fn memory_estimate(&self, precision: Precision) -> usize {
         2 * self.n * precision.bytes()
     }
+    fn nominal_dt(&self) -> Option<f64> {
+        Some(self.setup().dt)
+    }
+    fn describe(&self) -> Result<Vec<String>> {
+        Ok(self.setup().describe())
+    }
     fn build(&self, precision: Precision, device: &Device) -> Result<Box<dyn Solver>> {
         crate::in_precision!(precision, |T| Heat::<T>::heat1d(self).on(device))
     }
@@ -128,6 +134,12 @@ impl SolverSpec for Heat2dParams {
     }
     fn memory_estimate(&self, precision: Precision) -> usize {
         2 * self.n * self.n * precision.bytes()
+    }
+    fn nominal_dt(&self) -> Option<f64> {
+        Some(self.setup().dt)
+    }
+    fn describe(&self) -> Result<Vec<String>> {
+        Ok(self.setup().describe())
     }
     fn build(&self, precision: Precision, device: &Device) -> Result<Box<dyn Solver>> {
         crate::in_precision!(precision, |T| Heat::<T>::heat2d(self).on(device))
@@ -169,7 +181,6 @@ pub struct Heat<T: Real> {
     grid: Grid,
     /// Stability number of a full step.
     r: f64,
-    r_limit: f64,
     dt: f64,
     exact: Exact,
     /// The field; on a GPU the host copy, refreshed by `sync`.
@@ -184,31 +195,72 @@ pub struct Heat<T: Real> {
     time: f64,
 }
 
+/// What a heat case fixes before any field is allocated: the grid, the time step and the
+/// analytic solution.
+#[derive(Clone, Copy, Debug)]
+pub struct Setup {
+    pub kind: &'static str,
+    pub grid: Grid,
+    /// Stability number of a full step, and its limit.
+    pub r: f64,
+    pub r_limit: f64,
+    pub dt: f64,
+    pub exact: Exact,
+}
+
+impl Setup {
+    fn new(kind: &'static str, grid: Grid, r: f64, r_limit: f64, a: f64, exact: Exact) -> Self {
+        let dx = grid.spacing[0];
+        Setup { kind, grid, r, r_limit, dt: r * dx * dx / a, exact }
+    }
+
+    /// Lines for `sim check`.
+    fn describe(&self) -> Vec<String> {
+        let [nx, ny] = self.grid.n;
+        let grid = if ny == 1 { format!("{nx} nodes") } else { format!("{nx} x {ny} nodes") };
+        vec![
+            format!("grid: {grid}, dx = {:.6e}", self.grid.spacing[0]),
+            format!("dt = {:.6e} (r = {}, stability limit r <= {})", self.dt, self.r, self.r_limit),
+        ]
+    }
+}
+
+impl Heat1dParams {
+    pub fn setup(&self) -> Setup {
+        let dx = self.length / (self.n - 1) as f64;
+        let grid = Grid { n: [self.n, 1], origin: [0.0, 0.0], spacing: [dx, dx] };
+        let exact = Exact::Sine { a: self.diffusivity, length: self.length, amplitude: self.amplitude };
+        Setup::new("heat1d", grid, self.r, 0.5, self.diffusivity, exact)
+    }
+}
+
+impl Heat2dParams {
+    pub fn setup(&self) -> Setup {
+        let [lo, hi] = self.domain;
+        let dx = (hi - lo) / (self.n - 1) as f64;
+        let grid = Grid { n: [self.n, self.n], origin: [lo, lo], spacing: [dx, dx] };
+        let exact = Exact::Gaussian { a: self.diffusivity, t0: self.t0 };
+        Setup::new("heat2d", grid, self.r, 0.25, self.diffusivity, exact)
+    }
+}
+
 impl<T: Real> Heat<T> {
     pub fn heat1d(p: &Heat1dParams) -> Self {
-        let dx = p.length / (p.n - 1) as f64;
-        let grid = Grid { n: [p.n, 1], origin: [0.0, 0.0], spacing: [dx, dx] };
-        let exact = Exact::Sine { a: p.diffusivity, length: p.length, amplitude: p.amplitude };
-        Self::new("heat1d", grid, p.r, 0.5, p.diffusivity, exact)
+        Self::new(p.setup())
     }
 
     pub fn heat2d(p: &Heat2dParams) -> Self {
-        let [lo, hi] = p.domain;
-        let dx = (hi - lo) / (p.n - 1) as f64;
-        let grid = Grid { n: [p.n, p.n], origin: [lo, lo], spacing: [dx, dx] };
-        let exact = Exact::Gaussian { a: p.diffusivity, t0: p.t0 };
-        Self::new("heat2d", grid, p.r, 0.25, p.diffusivity, exact)
+        Self::new(p.setup())
     }
 
-    fn new(kind: &'static str, grid: Grid, r: f64, r_limit: f64, a: f64, exact: Exact) -> Self {
-        let dx = grid.spacing[0];
+    fn new(setup: Setup) -> Self {
+        let Setup { kind, grid, r, dt, exact, .. } = setup;
         let mut temp = Padded::zeros(grid.nodes(), 0);
         temp.copy_from_slice(&sample::<T>(&grid, |x, y| exact.value(x, y, 0.0)));
         zero_boundary(&mut temp, grid.n[0]);
         let next = Padded::zeros(grid.nodes(), NEXT_SLOT);
-        let dt = r * dx * dx / a;
         let engine = Engine::Cpu { next };
-        Heat { kind, grid, r, r_limit, dt, exact, temp, engine, host_current: true, backend: "cpu".into(), step: 0, time: 0.0 }
+        Heat { kind, grid, r, dt, exact, temp, engine, host_current: true, backend: "cpu".into(), step: 0, time: 0.0 }
     }
 
     /// Move the field to `device` (the CPU keeps it where it is).
@@ -446,14 +498,6 @@ impl<T: Real> Solver for Heat<T> {
         2.0 * self.temp.len() as f64 * T::PRECISION.bytes() as f64
     }
 
-    fn describe(&self) -> Vec<String> {
-        let [nx, ny] = self.grid.n;
-        let grid = if ny == 1 { format!("{nx} nodes") } else { format!("{nx} x {ny} nodes") };
-        vec![
-            format!("grid: {grid}, dx = {:.6e}", self.grid.spacing[0]),
-            format!("dt = {:.6e} (r = {}, stability limit r <= {})", self.dt, self.r, self.r_limit),
-        ]
-    }
 }
 
 #[cfg(test)]

@@ -316,6 +316,12 @@ impl SolverSpec for LskumParams {
     fn memory_estimate(&self, _precision: Precision) -> usize {
         memory_estimate(self)
     }
+    fn nominal_dt(&self) -> Option<f64> {
+        None
+    }
+    fn describe(&self) -> Result<Vec<String>> {
+        Ok(describe(self, &cloud_file::load(&self.cloud, self.format)?))
+    }
     fn build(&self, precision: Precision, _device: &Device) -> Result<Box<dyn Solver>> {
         match precision {
             Precision::F64 => Ok(Box::new(Lskum::new(self)?)),
@@ -355,11 +361,6 @@ impl Lskum {
             s += &format!("{},{:.17e},{:.17e},{:.17e},{:.17e}\n", i + 1, self.cloud.x[i], self.cloud.y[i], cp, -cp);
         }
         s
-    }
-
-    fn counts(&self) -> (usize, usize, usize) {
-        let f = |t| self.cloud.flag.iter().filter(|&&x| x == t).count();
-        (f(cloud::WALL), f(cloud::INTERIOR), f(cloud::OUTER))
     }
 
     /// Seconds per point-iteration of the iterations this process has run.
@@ -479,31 +480,6 @@ impl Solver for Lskum {
         let (n, stages) = (self.cloud.len() as f64, self.set.scheme.stages().len() as f64);
         stages * n * 8.0 * (8.0 + 8.0 * (1 + self.set.inner_iterations) as f64 + 16.0 + 16.0)
     }
-    fn describe(&self) -> Vec<String> {
-        let (w, i, o) = self.counts();
-        let links = self.cloud.conn.idx.len();
-        vec![
-            format!(
-                "cloud {} ({}): {} points ({w} wall, {i} interior, {o} outer), {links} links ({:.2} per point)",
-                self.params.cloud.display(),
-                self.params.format.name(),
-                self.cloud.len(),
-                links as f64 / self.cloud.len().max(1) as f64
-            ),
-            format!(
-                "M = {}, alpha = {} deg, CFL = {}, {:?} ({} stage(s)), {} inner iteration(s), K = {}, power = {}",
-                self.params.mach,
-                self.params.aoa,
-                self.params.cfl,
-                self.params.tscheme,
-                self.set.scheme.stages().len(),
-                self.params.inner_iterations,
-                self.params.vl_const,
-                self.params.power
-            ),
-            "pseudo-time: local time steps, counted in iterations (time.end_step, output.every_steps)".into(),
-        ]
-    }
     fn converged(&self) -> bool {
         self.params.residue_drop.is_some_and(|d| self.step > 2 && self.residue <= -d)
     }
@@ -522,4 +498,32 @@ pub fn memory_estimate(p: &LskumParams) -> usize {
     let lines = std::fs::read(&p.cloud).map(|b| b.iter().filter(|&&c| c == b'\n').count()).unwrap_or(0);
     // 11 four-component arrays + 2 scalars of state, 5 of geometry, ~16 links in 5 CSR lists
     lines * (11 * 32 + 2 * 8 + 5 * 8 + 16 * 4 * 2 + 5 * 4)
+}
+
+/// Lines for `sim check`: the cloud and the settings.
+fn describe(p: &LskumParams, cloud: &Cloud) -> Vec<String> {
+    let count = |t| cloud.flag.iter().filter(|&&x| x == t).count();
+    let (w, i, o) = (count(cloud::WALL), count(cloud::INTERIOR), count(cloud::OUTER));
+    let links = cloud.conn.idx.len();
+    vec![
+        format!(
+            "cloud {} ({}): {} points ({w} wall, {i} interior, {o} outer), {links} links ({:.2} per point)",
+            p.cloud.display(),
+            p.format.name(),
+            cloud.len(),
+            links as f64 / cloud.len().max(1) as f64
+        ),
+        format!(
+            "M = {}, alpha = {} deg, CFL = {}, {:?} ({} stage(s)), {} inner iteration(s), K = {}, power = {}",
+            p.mach,
+            p.aoa,
+            p.cfl,
+            p.tscheme,
+            p.settings().scheme.stages().len(),
+            p.inner_iterations,
+            p.vl_const,
+            p.power
+        ),
+        "pseudo-time: local time steps, counted in iterations (time.end_step, output.every_steps)".into(),
+    ]
 }

@@ -1,0 +1,195 @@
+//! The run directory, which `sim` treats as its own: its path is resolved before anything is
+//! checked, a manifest lists every file a run wrote (`--overwrite` removes only those), an
+//! advisory lock keeps a second process out for the run's lifetime, and the temporary files
+//! of a killed run are removed when it is continued.
+
+use std::collections::BTreeSet;
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, Write};
+use std::path::{Component, Path, PathBuf};
+
+use crate::error::{Result, SimError, input};
+
+/// The manifest: one file name per line, every file this directory's runs wrote.
+pub const MANIFEST: &str = ".sim-manifest";
+/// The lock file; holds the pid of the running process.
+pub const LOCK: &str = ".sim-lock";
+
+/// `p` made absolute with `..` and symbolic links resolved: the existing part by the file
+/// system, the part that does not exist yet by its names.
+pub fn resolve(p: &Path) -> Result<PathBuf> {
+    let cwd = std::env::current_dir().map_err(|e| SimError::Input(format!("cannot read the working directory: {e}")))?;
+    let absolute = cwd.join(p);
+    let mut existing = absolute.as_path();
+    while !existing.exists()
+        && let Some(parent) = existing.parent()
+    {
+        existing = parent;
+    }
+    let missing = absolute.strip_prefix(existing).map(Path::to_path_buf).unwrap_or_default();
+    let mut out = existing
+        .canonicalize()
+        .map_err(|e| SimError::Input(format!("cannot resolve output directory {}: {e}", p.display())))?;
+    for c in missing.components() {
+        match c {
+            Component::Normal(name) => out.push(name),
+            Component::ParentDir => {
+                out.pop();
+            }
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
+/// Whether `name` is one of the files a run writes: the driver's and every solver's result
+/// files (so a foreign file by that name is never overwritten).
+pub fn is_run_file(name: &str) -> bool {
+    name == "history.csv"
+        || name == "summary.json"
+        || name.ends_with(".pvd")
+        || name.ends_with(".vti")
+        || name.ends_with(".vtu")
+        || (name.starts_with("checkpoint_") && (name.ends_with(".h5") || name.ends_with(".xmf")))
+        || crate::solvers::SOLVERS.iter().any(|e| e.result_files.contains(&name))
+}
+
+/// A locked run directory with its manifest.
+pub struct RunDir {
+    path: PathBuf,
+    _lock: File,
+    manifest: File,
+    listed: BTreeSet<String>,
+}
+
+impl RunDir {
+    /// The directory of a fresh run. A directory holding files is refused unless `overwrite`;
+    /// then the files of earlier runs (those in the manifest) are removed, and files `sim` did
+    /// not write are left alone, unless a run would write a file of the same name.
+    pub fn fresh(path: &Path, overwrite: bool) -> Result<RunDir> {
+        if !overwrite && let Some(first) = entries(path).first() {
+            return input(format!(
+                "output directory {} already holds files (e.g. {first}); pass --overwrite to replace the files of \
+                 the earlier run, or continue it with: sim run --restart {}",
+                path.display(),
+                path.display()
+            ));
+        }
+        // Before anything is created there, and again under the lock.
+        refuse_clashes(path, &manifest(path))?;
+        let mut dir = Self::open(path)?;
+        refuse_clashes(path, &dir.listed)?;
+        for name in std::mem::take(&mut dir.listed) {
+            remove(&path.join(&name))?;
+        }
+        dir.manifest.set_len(0).map_err(|e| dir.err(MANIFEST, e))?;
+        Ok(dir)
+    }
+
+    /// The directory of a continued run: locked, with the temporary files a killed run left
+    /// (and sidecars whose checkpoint is gone) removed.
+    pub fn restart(path: &Path) -> Result<RunDir> {
+        let dir = Self::open(path)?;
+        for name in entries(path) {
+            let stale = name.strip_suffix(".tmp").is_some_and(is_run_file)
+                || (name.ends_with(".xmf") && is_run_file(&name) && !path.join(&name).with_extension("h5").exists());
+            if stale {
+                remove(&path.join(&name))?;
+            }
+        }
+        Ok(dir)
+    }
+
+    /// Create (if needed) and lock `path`, and read its manifest.
+    fn open(path: &Path) -> Result<RunDir> {
+        std::fs::create_dir_all(path)
+            .map_err(|e| SimError::Input(format!("cannot create output directory {}: {e}", path.display())))?;
+        let err = |what: &str, e: std::io::Error| SimError::Input(format!("{}: {e}", path.join(what).display()));
+        let mut lock = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path.join(LOCK)).map_err(|e| err(LOCK, e))?;
+        if lock.try_lock().is_err() {
+            let mut pid = String::new();
+            let _ = lock.read_to_string(&mut pid);
+            return input(format!(
+                "output directory {} is in use by another sim run (process {}); wait for it to end or choose \
+                 another directory",
+                path.display(),
+                pid.trim()
+            ));
+        }
+        lock.set_len(0).and_then(|_| lock.rewind()).and_then(|_| write!(lock, "{}", std::process::id())).map_err(|e| err(LOCK, e))?;
+        let listed = manifest(path);
+        let manifest = OpenOptions::new().append(true).create(true).open(path.join(MANIFEST)).map_err(|e| err(MANIFEST, e))?;
+        Ok(RunDir { path: path.to_path_buf(), _lock: lock, manifest, listed })
+    }
+
+    /// Note that the run wrote `name` (before or right after writing it).
+    pub fn record(&mut self, name: &str) -> Result<()> {
+        if self.listed.insert(name.to_string()) {
+            writeln!(self.manifest, "{name}").map_err(|e| SimError::Run(format!("{}: {e}", self.path.join(MANIFEST).display())))?;
+        }
+        Ok(())
+    }
+
+    fn err(&self, what: &str, e: std::io::Error) -> SimError {
+        SimError::Run(format!("{}: {e}", self.path.join(what).display()))
+    }
+}
+
+/// The files listed in the manifest of `dir`.
+fn manifest(dir: &Path) -> BTreeSet<String> {
+    std::fs::read_to_string(dir.join(MANIFEST)).unwrap_or_default().lines().map(str::to_string).collect()
+}
+
+/// Refuse a directory holding a file that a run would write (or a temporary file) which is
+/// not in `listed`: it is not sim's to replace.
+fn refuse_clashes(path: &Path, listed: &BTreeSet<String>) -> Result<()> {
+    let clashes: Vec<String> =
+        entries(path).into_iter().filter(|n| !listed.contains(n) && (is_run_file(n) || n.ends_with(".tmp"))).collect();
+    match clashes.first() {
+        None => Ok(()),
+        Some(first) => input(format!(
+            "output directory {} holds {first}{}, which sim did not write (not in its {MANIFEST}); move it away or \
+             choose another directory",
+            path.display(),
+            if clashes.len() > 1 { format!(" and {} more such files", clashes.len() - 1) } else { String::new() }
+        )),
+    }
+}
+
+/// Names in `dir` other than the lock and the manifest (none if it does not exist).
+fn entries(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| n != LOCK && n != MANIFEST)
+        .collect();
+    v.sort();
+    v
+}
+
+fn remove(path: &Path) -> Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(SimError::Run(format!("cannot remove {}: {e}", path.display())))
+        }
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_resolve_through_names_that_do_not_exist() {
+        let base = std::env::temp_dir().join(format!("sim_resolve_{}", std::process::id()));
+        std::fs::create_dir_all(base.join("existing")).unwrap();
+        let base = base.canonicalize().unwrap();
+        assert_eq!(resolve(&base.join("nothere/../existing")).unwrap(), base.join("existing"));
+        assert_eq!(resolve(&base.join("a/b/../c")).unwrap(), base.join("a/c"));
+        assert_eq!(resolve(&base.join("existing/../x")).unwrap(), base.join("x"));
+        std::fs::remove_dir_all(base).unwrap();
+    }
+}

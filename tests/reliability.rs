@@ -1,0 +1,166 @@
+//! A run directory that sim owns, signals, and runs that could not end: each test covers a
+//! finding of a torture test (the bad inputs it used), asserting exit code 2 (or the signal's
+//! code), a message that names the problem, and files outside the run's own left alone.
+
+mod common;
+use common::*;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const GOOD: &str = "name: h\nsolver:\n  heat2d: {n: 17, r: 0.2}\ntime: {end_step: 20}\n";
+
+fn exit2(o: &std::process::Output, needles: &[&str]) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    for n in needles {
+        assert!(err.contains(n), "expected {n:?} in: {err}");
+    }
+}
+
+#[test]
+fn names_and_output_paths_cannot_reach_other_files() {
+    let dir = scratch("rel_paths");
+    for name in ["..", ".", ".hidden", &"n".repeat(1000)] {
+        write(&dir, "c.yaml", &GOOD.replace("name: h", &format!("name: {name:?}")));
+        exit2(&sim(&dir, &["check", "c.yaml"]), &["name:"]);
+        exit2(&sim(&dir, &["run", "c.yaml"]), &["name:"]);
+    }
+    // A directory of the user's reached through a path that does not exist yet.
+    std::fs::create_dir_all(dir.join("existing")).unwrap();
+    write(&dir.join("existing"), "history.csv", "mine\n");
+    write(&dir, "c.yaml", GOOD);
+    let before = snapshot(&dir.join("existing"));
+    exit2(&sim(&dir, &["run", "c.yaml", "--out", "nothere/../existing"]), &["already holds files"]);
+    exit2(&sim(&dir, &["run", "c.yaml", "--out", "nothere/../existing", "--overwrite"]), &["history.csv", "did not write"]);
+    assert_eq!(snapshot(&dir.join("existing")), before, "the user's files are untouched");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn overwrite_removes_only_what_earlier_runs_wrote() {
+    let dir = scratch("rel_overwrite");
+    write(&dir, "c.yaml", GOOD);
+    ok(sim(&dir, &["run", "c.yaml", "--quiet", "--steps", "10"]));
+    let out = dir.join("out/h");
+    // Files of the user's beside the run's, some named like run files.
+    for f in ["notes.txt", "x.tmp", "mine.pvd", "mine.vti", "checkpoint_final.h5", "wall_cp.csv"] {
+        write(&out, f, "the user's\n");
+    }
+    // (sim's lock file records the pid of the latest process.)
+    let files = |d: &std::path::Path| snapshot(d).into_iter().filter(|(n, _)| n != ".sim-lock").collect::<Vec<_>>();
+    let all_before = files(&out);
+    exit2(&sim(&dir, &["run", "c.yaml", "--quiet", "--overwrite"]), &["did not write"]);
+    assert_eq!(files(&out), all_before, "a refused --overwrite changes nothing");
+    // Without the clashing names the earlier run's files go and the others stay.
+    for f in ["x.tmp", "mine.pvd", "mine.vti", "checkpoint_final.h5", "wall_cp.csv"] {
+        std::fs::remove_file(out.join(f)).unwrap();
+    }
+    ok(sim(&dir, &["run", "c.yaml", "--quiet", "--overwrite"]));
+    assert_eq!(std::fs::read_to_string(out.join("notes.txt")).unwrap(), "the user's\n");
+    assert!(!out.join("checkpoint_00000010.h5").exists() && out.join("checkpoint_00000020.h5").exists());
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// A long heat run in the background, once it has written a checkpoint.
+fn start_long_run(dir: &std::path::Path) -> std::process::Child {
+    write(dir, "long.yaml", "name: h\nsolver:\n  heat2d: {n: 257, r: 0.2}\ntime: {end_step: 100000000}\nguard: {check_every: 10}\ncheckpoint: {every_steps: 20}\n");
+    let child = Command::new(env!("CARGO_BIN_EXE_sim"))
+        .current_dir(dir)
+        .args(["run", "long.yaml", "--quiet"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while sim::io::checkpoint::list(&dir.join("out/h")).is_empty() && t0.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    child
+}
+
+fn signal(child: &std::process::Child, sig: &str) {
+    assert!(Command::new("kill").args([sig, &child.id().to_string()]).status().unwrap().success());
+}
+
+#[test]
+fn a_second_process_is_kept_out_and_sigterm_checkpoints() {
+    let dir = scratch("rel_lock");
+    let child = start_long_run(&dir);
+    let pid = child.id().to_string();
+    write(&dir, "c.yaml", GOOD);
+    let lock_before = std::fs::read_to_string(dir.join("out/h/.sim-lock")).unwrap();
+    assert_eq!(lock_before, pid, "the lock names its holder");
+    exit2(&sim(&dir, &["run", "c.yaml", "--overwrite"]), &["in use by another sim run", &pid]);
+    exit2(&sim(&dir, &["run", "--restart", "out/h"]), &["in use by another sim run", &pid]);
+    assert_eq!(std::fs::read_to_string(dir.join("out/h/.sim-lock")).unwrap(), lock_before);
+    // SIGTERM, as a batch scheduler sends before it kills a job: checkpoint, exit 128 + 15.
+    signal(&child, "-TERM");
+    let o = child.wait_with_output().unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(143), "{err}");
+    assert!(err.contains("interrupted by SIGTERM") && err.contains("--restart"), "{err}");
+    assert!(!sim::io::checkpoint::list(&dir.join("out/h")).is_empty());
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn sighup_checkpoints_and_a_restart_cleans_what_a_kill_left() {
+    let dir = scratch("rel_hup");
+    let child = start_long_run(&dir);
+    signal(&child, "-HUP");
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(129), "{}", stderr(&o));
+    let out = dir.join("out/h");
+    let (step, _) = sim::io::checkpoint::list(&out).pop().unwrap();
+    // What a kill -9 during writes leaves: temporary files and a sidecar without checkpoint.
+    write(&out, &format!("checkpoint_{:08}.h5.tmp", step + 5), "partial");
+    write(&out, "h_00099999.vti.tmp", "partial");
+    write(&out, "checkpoint_00000001.xmf", "<Xdmf/>");
+    write(&out, "notes.tmp", "the user's");
+    ok(sim(&dir, &["run", "--restart", "out/h", "--steps", "5", "--quiet"]));
+    let names: Vec<String> = snapshot(&out).into_iter().map(|(n, _)| n).collect();
+    assert!(!names.iter().any(|n| n.ends_with(".h5.tmp") || n.ends_with(".vti.tmp")), "{names:?}");
+    assert!(!names.contains(&"checkpoint_00000001.xmf".to_string()), "{names:?}");
+    assert!(names.contains(&"notes.tmp".to_string()), "not sim's: kept");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn runs_that_could_not_end_or_fit_are_refused() {
+    let dir = scratch("rel_limits");
+    let heat = |solver: &str, extra: &str| format!("name: h\nsolver:\n  {solver}\ntime: {{end_time: 1.0}}\n{extra}");
+    let cases = [
+        ("subnormal dt", heat("heat2d: {n: 17, r: 1.0e-320}", ""), vec!["time step dt"]),
+        ("infinite dt", heat("heat2d: {n: 17, r: 0.2, domain: [-1.0e200, 1.0e200]}", ""), vec!["time step dt"]),
+        ("too many steps", heat("heat1d: {n: 1000001, r: 0.4}", ""), vec!["steps, more than the limit"]),
+        ("too many threads", heat("heat2d: {n: 17, r: 0.2}", "threads: 4096\n"), vec!["threads:", "hardware threads"]),
+        ("too much memory", heat("heat2d: {n: 65536, r: 0.2}", ""), vec!["GiB", "available"]),
+    ];
+    for (what, text, needles) in cases {
+        write(&dir, "c.yaml", &text);
+        let t0 = Instant::now();
+        for cmd in ["check", "run"] {
+            let o = sim(&dir, &[cmd, "c.yaml"]);
+            assert_eq!(o.status.code(), Some(2), "{what} ({cmd}): {}", stderr(&o));
+            for n in &needles {
+                assert!(stderr(&o).contains(n), "{what} ({cmd}): {}", stderr(&o));
+            }
+        }
+        assert!(t0.elapsed() < Duration::from_secs(20), "{what}: refused at once");
+        assert!(!dir.join("out").exists(), "{what}: nothing written");
+    }
+    write(&dir, "c.yaml", GOOD);
+    exit2(&sim(&dir, &["run", "c.yaml", "--threads", "100000"]), &["--threads"]);
+    exit2(&sim(&dir, &["run", "c.yaml", "--steps", "0"]), &["--steps"]);
+    exit2(&sim(&dir, &["bench", "heat2d", "--size", "1000000", "--seconds", "0.01"]), &["solver.heat2d.n"]);
+    exit2(&sim(&dir, &["bench", "heat2d", "--size", "60000", "--seconds", "0.01"]), &["GiB"]);
+    let block = GOOD.to_string() + "gpu: {block: [65536, 65536]}\n";
+    write(&dir, "b.yaml", &block);
+    exit2(&sim(&dir, &["check", "b.yaml"]), &["gpu.block"]);
+    // A step count that overflows when added to the restart step runs to the case's end.
+    ok(sim(&dir, &["run", "c.yaml", "--quiet", "--steps", "10"]));
+    ok(sim(&dir, &["run", "--restart", "out/h", "--quiet", "--steps", "18446744073709551615"]));
+    assert_eq!(sim::io::checkpoint::list(&dir.join("out/h")).pop().unwrap().0, 20);
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -17,6 +17,10 @@ use schedule::Stop;
 pub fn check(opts: &RunOptions) -> Result<String> {
     let plan = plan(opts)?;
     let solver = crate::solvers::build(&plan.case, plan.precision)?;
+    if let Some(ck) = &plan.restart {
+        // Attributes and dataset shapes and types; no array data is read.
+        ck.check(solver.as_ref())?;
+    }
     let stop = Stop::of(&plan.case, opts.steps, solver.step());
     Ok(report::check_text(&plan.case, plan.precision, &plan.out_dir, solver.as_ref(), &stop))
 }
@@ -33,9 +37,13 @@ pub fn run(opts: &RunOptions) -> Result<serde_json::Value> {
         .map_err(|e| SimError::Run(format!("cannot start {threads} threads: {e}")))?;
     let mut solver = pool.install(|| crate::solvers::build_on(case, plan.precision, &device))?;
     let restart = match plan.restart {
-        Some((path, meta, arrays)) => {
+        Some(ck) => {
+            // Every dataset is checked against the solver's state layout before it is read.
+            let path = ck.path().to_path_buf();
+            let (step, time) = (ck.meta.step, ck.meta.time);
+            let arrays = ck.read_state(solver.as_ref())?;
             solver
-                .restore(meta.step, meta.time, arrays)
+                .restore(step, time, arrays)
                 .map_err(|e| SimError::Input(format!("checkpoint {}: {e}", path.display())))?;
             Some(path)
         }

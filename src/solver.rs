@@ -129,6 +129,34 @@ impl StateArray {
     }
 }
 
+/// Name, shape and precision of a [`StateArray`], known without its values: what a
+/// checkpoint must hold for a solver, checked before any of its data is read.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ArraySpec {
+    pub name: String,
+    /// Slowest index first, as [`StateArray::shape`].
+    pub shape: Vec<usize>,
+    pub precision: Precision,
+}
+
+impl ArraySpec {
+    /// A mesh field stored at `place` (see [`StateArray::field`]).
+    pub fn field(name: &str, place: Place, mesh: &Mesh, precision: Precision) -> Self {
+        ArraySpec { name: name.into(), shape: shape_of(place, mesh), precision }
+    }
+    /// An array of `len` values that is not a field on the mesh (see [`StateArray::other`]).
+    pub fn other(name: &str, len: usize, precision: Precision) -> Self {
+        ArraySpec { name: name.into(), shape: vec![len], precision }
+    }
+}
+
+impl StateArray {
+    /// The name, shape and precision of this array.
+    pub fn spec(&self) -> ArraySpec {
+        ArraySpec { name: self.name.clone(), shape: self.shape.clone(), precision: self.values.precision() }
+    }
+}
+
 /// Checkpoint shape (slowest index first) of an array stored at `place` on `mesh`.
 pub fn shape_of(place: Place, mesh: &Mesh) -> Vec<usize> {
     match place.stored_dims(mesh) {
@@ -210,6 +238,13 @@ pub trait Solver: Send {
     fn output_fields(&self) -> Vec<OutField>;
     /// Everything needed to continue the run bit-exactly. Needs a synced host copy.
     fn state(&self) -> Vec<StateArray>;
+    /// The names, shapes and precisions of [`Solver::state`], in the same order: a restart
+    /// checks a checkpoint against them before reading any data. Called right after the
+    /// solver is built. The default takes them from a copy of the state; solvers override it
+    /// to copy no values.
+    fn state_layout(&self) -> Vec<ArraySpec> {
+        self.state().iter().map(StateArray::spec).collect()
+    }
     /// Inverse of [`Solver::state`]; checks names and shapes, naming what is wrong. Leaves the
     /// host copy (and the device) current.
     fn restore(&mut self, step: u64, time: f64, arrays: Vec<StateArray>) -> Result<()>;
@@ -277,5 +312,27 @@ pub fn take_array<T: crate::real::Real>(
             found.name(),
             T::PRECISION.name()
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::real::Precision;
+    use crate::solvers::{Device, SOLVERS};
+
+    /// `state_layout` describes `state` exactly, for every solver of the registry.
+    #[test]
+    fn state_layout_matches_state() {
+        for e in SOLVERS {
+            let size = if e.name == "lskum" { 1000 } else { 9 };
+            for precision in [Precision::F32, Precision::F64] {
+                let Ok(s) = (e.bench)(size, precision, &Device::Cpu) else {
+                    assert_eq!((e.name, precision), ("lskum", Precision::F32), "bench problem of {} failed", e.name);
+                    continue;
+                };
+                let from_state: Vec<_> = s.state().iter().map(|a| a.spec()).collect();
+                assert_eq!(s.state_layout(), from_state, "{} in {}", e.name, precision.name());
+            }
+        }
     }
 }

@@ -20,11 +20,16 @@ pub fn check(opts: &RunOptions) -> Result<String> {
     let plan = plan(opts)?;
     let spec = plan.case.solver.spec();
     crate::validate::threads("threads", plan.case.threads)?;
-    let (step, time) = plan.restart.as_ref().map_or((0, 0.0), |(_, meta, _)| (meta.step, meta.time));
+    crate::solvers::check_memory(spec.memory_estimate(plan.precision))?;
+    let (step, time) = plan.restart.as_ref().map_or((0, 0.0), |ck| (ck.meta.step, ck.meta.time));
+    if let Some(ck) = &plan.restart {
+        // Attributes, dataset shapes and types against the solver's state; no array data is
+        // read. (A fresh case allocates nothing here.)
+        ck.check(crate::solvers::build(&plan.case, plan.precision)?.as_ref())?;
+    }
     let stop = Stop::of(&plan.case, opts.steps, step);
     let dt = spec.nominal_dt();
     stop.check_limits(step, time, dt)?;
-    crate::solvers::check_memory(spec.memory_estimate(plan.precision))?;
     let last = stop.last_step(step, time, dt);
     Ok(report::check_text(&plan.case, plan.precision, &plan.out_dir, &spec.describe()?, &stop, last))
 }
@@ -44,9 +49,13 @@ pub fn run(opts: &RunOptions) -> Result<serde_json::Value> {
         .map_err(|e| SimError::Run(format!("cannot start {threads} threads: {e}")))?;
     let mut solver = pool.install(|| crate::solvers::build_on(case, plan.precision, &device))?;
     let restart = match plan.restart {
-        Some((path, meta, arrays)) => {
+        Some(ck) => {
+            // Every dataset is checked against the solver's state layout before it is read.
+            let path = ck.path().to_path_buf();
+            let (step, time) = (ck.meta.step, ck.meta.time);
+            let arrays = ck.read_state(solver.as_ref())?;
             solver
-                .restore(meta.step, meta.time, arrays)
+                .restore(step, time, arrays)
                 .map_err(|e| SimError::Input(format!("checkpoint {}: {e}", path.display())))?;
             Some(path)
         }

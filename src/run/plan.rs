@@ -30,7 +30,9 @@ pub struct Plan {
     pub case_text: String,
     pub precision: Precision,
     pub out_dir: PathBuf,
-    pub restart: Option<(PathBuf, checkpoint::Meta, Vec<crate::solver::StateArray>)>,
+    /// The checkpoint of a restart: open, its attributes and stored case checked; its arrays
+    /// are read by [`checkpoint::Opened::read_state`] once the solver is built.
+    pub restart: Option<checkpoint::Opened>,
 }
 
 /// Read and check everything a run needs; nothing on disk is changed.
@@ -66,7 +68,15 @@ fn unresolved_plan(opts: &RunOptions) -> Result<Plan> {
 /// controls.
 fn restart_plan(restart: &str, opts: &RunOptions, given: Option<(Case, String)>) -> Result<Plan> {
     let ck_path = resolve_restart(restart, opts, given.as_ref().map(|g| &g.0))?;
-    let (meta, arrays) = checkpoint::read(&ck_path)?;
+    let ck = checkpoint::open(&ck_path)?;
+    if !ck.has_checksum() {
+        eprintln!(
+            "warning: checkpoint {} is format version {} and has no checksum; its integrity is not verified",
+            ck_path.display(),
+            ck.version()
+        );
+    }
+    let meta = &ck.meta;
     let bad = |m: String| SimError::Input(format!("checkpoint {}: {m}", ck_path.display()));
     let stored = Case::parse(&meta.case_yaml, &format!("{} (stored case)", ck_path.display()))
         .map_err(|e| bad(e.to_string()))?;
@@ -103,7 +113,7 @@ fn restart_plan(restart: &str, opts: &RunOptions, given: Option<(Case, String)>)
         .out
         .clone()
         .unwrap_or_else(|| ck_path.parent().map(Path::to_path_buf).unwrap_or_default());
-    Ok(Plan { precision: meta.precision, case, case_text, out_dir, restart: Some((ck_path, meta, arrays)) })
+    Ok(Plan { precision: meta.precision, case, case_text, out_dir, restart: Some(ck) })
 }
 
 /// The checkpoint a `--restart` value names.

@@ -18,7 +18,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, SimError, input};
 use crate::real::{Precision, Real};
-use crate::solver::{Grid, Location, Mesh, NonFinite, OutField, Place, Solver, StateArray, first_non_finite, take_array};
+use crate::solver::{
+    ArraySpec, Grid, Location, Mesh, NonFinite, OutField, Place, Solver, StateArray, first_non_finite, take_array,
+};
 use crate::solvers::{Device, Registered, SolverSpec};
 use crate::validate::{count, positive};
 
@@ -652,6 +654,16 @@ impl<T: Real> Solver for Cavity<T> {
             // t_snapshot, R_K, below-tolerance flag, du2 first step, du2 latest: always f64.
             StateArray::other("residual_state", f64::wrap(scalars)),
         ]
+    }
+
+    fn state_layout(&self) -> Vec<ArraySpec> {
+        let mesh = self.mesh();
+        let mut v: Vec<ArraySpec> = ["u", "v", "p", "u_snapshot", "v_snapshot"]
+            .iter()
+            .map(|name| ArraySpec::field(name, Place::NODE, &mesh, T::PRECISION))
+            .collect();
+        v.push(ArraySpec::other("residual_state", 5, Precision::F64));
+        v
     }
 
     fn restore(&mut self, step: u64, time: f64, mut arrays: Vec<StateArray>) -> Result<()> {

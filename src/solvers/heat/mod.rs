@@ -13,7 +13,9 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Result, input};
 use crate::padded::Padded;
 use crate::real::{Precision, Real};
-use crate::solver::{Grid, Location, Mesh, NonFinite, OutField, Place, Solver, StateArray, first_non_finite, take_array};
+use crate::solver::{
+    ArraySpec, Grid, Location, Mesh, NonFinite, OutField, Place, Solver, StateArray, first_non_finite, take_array,
+};
 use crate::solvers::{Device, Registered, SolverSpec};
 use crate::validate::{count, positive};
 
@@ -440,6 +442,10 @@ impl<T: Real> Solver for Heat<T> {
 
     fn state(&self) -> Vec<StateArray> {
         vec![StateArray::field("T", Place::NODE, &self.mesh(), T::wrap(self.host("state").to_vec()))]
+    }
+
+    fn state_layout(&self) -> Vec<ArraySpec> {
+        vec![ArraySpec::field("T", Place::NODE, &self.mesh(), T::PRECISION)]
     }
 
     fn restore(&mut self, step: u64, time: f64, mut arrays: Vec<StateArray>) -> Result<()> {

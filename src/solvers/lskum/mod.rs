@@ -276,7 +276,7 @@ impl Lskum {
 // ---- driver interface ----
 
 use crate::real::{Precision, Values};
-use crate::solver::{Clock, Location, Mesh, NonFinite, OutField, Place, Solver, StateArray, take_array};
+use crate::solver::{ArraySpec, Clock, Location, Mesh, NonFinite, OutField, Place, Solver, StateArray, take_array};
 use crate::solvers::{Device, Registered, SolverSpec};
 
 impl SolverSpec for LskumParams {
@@ -423,6 +423,13 @@ impl Solver for Lskum {
             .collect();
         v.push(StateArray::other("residual_ref", Values::F64(vec![self.res_ref])));
         v.push(StateArray::other("residual_last", Values::F64(vec![self.res_last])));
+        v
+    }
+    fn state_layout(&self) -> Vec<ArraySpec> {
+        let n = self.cloud.len();
+        let mut v: Vec<ArraySpec> = COMPONENTS.iter().map(|name| ArraySpec::other(name, n, Precision::F64)).collect();
+        v.push(ArraySpec::other("residual_ref", 1, Precision::F64));
+        v.push(ArraySpec::other("residual_last", 1, Precision::F64));
         v
     }
     fn restore(&mut self, step: u64, _time: f64, mut arrays: Vec<StateArray>) -> Result<()> {

@@ -48,8 +48,8 @@ fn cases(default: u32) -> u32 {
 }
 
 /// A runner for `target` with a fixed seed (`SIM_FUZZ_SEED` picks another); failures are
-/// shrunk and reported, never written to files.
-fn runner(target: &str, cases: u32) -> TestRunner {
+/// shrunk (in at most `shrink` steps) and reported, never written to files.
+fn runner(target: &str, cases: u32, shrink: u32) -> TestRunner {
     let seed: u64 = std::env::var("SIM_FUZZ_SEED").ok().and_then(|s| s.trim().parse().ok()).unwrap_or(0);
     let mut h: u64 = 0xcbf29ce484222325 ^ seed;
     let mut bytes = [0u8; 32];
@@ -59,7 +59,7 @@ fn runner(target: &str, cases: u32) -> TestRunner {
         }
         chunk.copy_from_slice(&h.to_le_bytes());
     }
-    let config = Config { cases, failure_persistence: None, max_shrink_iters: 500, ..Config::default() };
+    let config = Config { cases, failure_persistence: None, max_shrink_iters: shrink, ..Config::default() };
     eprintln!("fuzz target {target}: {cases} cases, SIM_FUZZ_SEED={seed}");
     TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &bytes))
 }
@@ -665,7 +665,7 @@ fn fuzz_case_files() {
     let sample = CheckSample::new(16);
     let (parsed, rejected) = (AtomicUsize::new(0), AtomicUsize::new(0));
     let t0 = Instant::now();
-    let r = runner("case_files", cases(600)).run(&input, |c| {
+    let r = runner("case_files", cases(600), 500).run(&input, |c| {
         let (mut text, edits) = match &c {
             CaseInput::Mutated(k, e) => (shipped[*k].clone(), e),
             CaseInput::Generated(t, e) => (t.render(), e),
@@ -856,7 +856,7 @@ fn fuzz_cloud_files() {
     );
     let (loaded, rejected) = (AtomicUsize::new(0), AtomicUsize::new(0));
     let t0 = Instant::now();
-    let r = runner("cloud_files", cases(1000)).run(&input, |(k, other, edits)| {
+    let r = runner("cloud_files", cases(1000), 500).run(&input, |(k, other, edits)| {
         let (format, base) = &bases[k];
         let format = other.unwrap_or(*format);
         let mut text = base.clone();
@@ -925,7 +925,10 @@ fn small_checkpoint(name: &str) -> Checkpoint {
         .iter()
         .filter_map(|(n, text)| bytes.windows(n.len()).position(|w| w == n.as_slice()).map(|p| (p, n.len(), *text)))
         .collect();
-    assert!(content.len() >= 3, "case text, solver name and field not found in the checkpoint: {content:?}");
+    assert!(
+        content.len() >= 3 && content[0].2 && content.iter().any(|c| !c.2),
+        "case text, solver name and field not found in the checkpoint: {content:?}"
+    );
     Checkpoint { dir, bytes, content }
 }
 
@@ -933,7 +936,7 @@ fn small_checkpoint(name: &str) -> Checkpoint {
 enum ByteEdit {
     /// Set the byte at a position in a content range.
     Content(Index, Index, u8),
-    /// Write an f64 at an 8-byte step of a content range.
+    /// Write an f64 at an 8-byte step of a field's values.
     Value(Index, Index, f64),
     /// Set a byte anywhere.
     Anywhere(Index, u8),
@@ -985,7 +988,8 @@ fn apply_byte_edit(bytes: &mut Vec<u8>, content: &[(usize, usize, bool)], e: &By
             }
         }
         ByteEdit::Value(r, i, v) => {
-            let (start, len, _) = content[r.index(content.len())];
+            let values: Vec<_> = content.iter().filter(|c| !c.2).collect();
+            let (start, len, _) = *values[r.index(values.len())];
             let p = start + 8 * i.index(len.div_ceil(8));
             if p + 8 <= n {
                 bytes[p..p + 8].copy_from_slice(&v.to_le_bytes());
@@ -1011,7 +1015,8 @@ fn fuzz_restarts(target: &str, ck: &Checkpoint, cases: u32, edit: BoxedStrategy<
     let counter = AtomicUsize::new(0);
     let codes = std::sync::Mutex::new(std::collections::BTreeMap::<i32, usize>::new());
     let t0 = Instant::now();
-    let r = runner(target, cases).run(&prop::collection::vec(edit, 1..4), |edits| {
+    // each step of shrinking is a restart, up to the time limit where one hangs
+    let r = runner(target, cases, 32).run(&prop::collection::vec(edit, 1..4), |edits| {
         let mut bytes = ck.bytes.clone();
         for e in &edits {
             apply_byte_edit(&mut bytes, &ck.content, e);
@@ -1019,7 +1024,7 @@ fn fuzz_restarts(target: &str, ck: &Checkpoint, cases: u32, edit: BoxedStrategy<
         let dir = runs.join(counter.fetch_add(1, Ordering::Relaxed).to_string());
         std::fs::create_dir_all(dir.join("run")).unwrap();
         std::fs::write(dir.join("run/checkpoint_00000004.h5"), &bytes).unwrap();
-        let r = sim_limited(&dir, &["run", "--restart", "run/checkpoint_00000004.h5", "--quiet"], Duration::from_secs(120));
+        let r = sim_limited(&dir, &["run", "--restart", "run/checkpoint_00000004.h5", "--quiet"], Duration::from_secs(30));
         let fine = match r.code {
             Some(0 | 2) => true,
             // a value made non-finite: the guard stops the run

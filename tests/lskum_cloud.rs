@@ -1,5 +1,6 @@
 //! Point-cloud readers: the shipped formats load, bad files are input errors naming the file
-//! and the line or point.
+//! and the line or point; special files, oversized files and header counts, invalid UTF-8 and
+//! long values give input errors too, without reading or quoting more than they must.
 
 use sim::SimError;
 use sim::mesh::cloud_file::{self, CloudFormat};

@@ -81,8 +81,7 @@ impl CloudFormat {
 }
 
 /// Read and validate a point cloud; every problem is an input error naming the file and
-/// the line or point.
-/// Only a regular file of at most [`MAX_CLOUD_BYTES`] in UTF-8 is read.
+/// the line or point. Only a regular file of at most [`MAX_CLOUD_BYTES`] in UTF-8 is read.
 pub fn load(path: &Path, format: CloudFormat) -> Result<Cloud> {
     let text = read_text_file(path, "point cloud", MAX_CLOUD_BYTES)?;
     parse(&text, &path.display().to_string(), format)

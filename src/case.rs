@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Result, SimError, input};
+use crate::error::{Result, SimError, input, read_text_file, shorten_message, shorten_to};
 use crate::real::Precision;
 use crate::solver::Clock;
 pub use crate::solvers::SolverCase;
@@ -113,8 +113,12 @@ impl Default for GuardControl {
     }
 }
 
+/// The largest case file read (case files are a few hundred bytes).
+pub const MAX_CASE_BYTES: u64 = 16 << 20;
+
 impl Case {
-    /// Parse case text; `origin` names the file in error messages.
+    /// Parse case text; `origin` names the file in error messages, which quote at most
+    /// [`crate::error::QUOTE_MAX`] characters of any piece of the text.
     pub fn parse(text: &str, origin: &str) -> Result<Case> {
         // serde_path_to_error records the key path of a type error (`solver.heat2d.n`).
         let mut path = String::new();
@@ -127,17 +131,18 @@ impl Case {
         let case: Case = parsed.map_err(|e| {
             let msg = e.to_string();
             let msg = msg.trim_start_matches("error: ");
-            let at = if path.is_empty() || path == "." { String::new() } else { format!("key {path}: ") };
-            SimError::Input(format!("case file {origin}: {at}{msg}"))
+            // the path names an unknown key that the message quotes as well
+            let at = if path.is_empty() || path == "." { String::new() } else { format!("key {}: ", shorten_to(&path, 60)) };
+            SimError::Input(format!("case file {origin}: {at}{}", shorten_message(msg)))
         })?;
-        case.validate().map_err(|e| SimError::Input(format!("case file {origin}: {e}")))?;
+        case.validate()
+            .map_err(|e| SimError::Input(format!("case file {origin}: {}", shorten_message(&e.to_string()))))?;
         Ok(case)
     }
 
+    /// Read and parse a case file: a regular file of at most [`MAX_CASE_BYTES`] in UTF-8.
     pub fn load(path: &Path) -> Result<(Case, String)> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            SimError::Input(format!("cannot read case file {}: {e}", path.display()))
-        })?;
+        let text = read_text_file(path, "case file", MAX_CASE_BYTES)?;
         let case = Case::parse(&text, &path.display().to_string())?;
         Ok((case, text))
     }
@@ -148,7 +153,7 @@ impl Case {
         let plain = self.name.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c));
         if self.name.is_empty() || !plain || self.name.starts_with('.') || self.name.len() > MAX_NAME {
             return input(format!(
-                "name: {:?} must be 1 to {MAX_NAME} letters, digits, '_', '-' or '.', not starting with '.'",
+                "name: {} must be 1 to {MAX_NAME} letters, digits, '_', '-' or '.', not starting with '.'",
                 crate::error::quote(&self.name)
             ));
         }

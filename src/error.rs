@@ -1,6 +1,12 @@
-//! Error type shared by the whole crate; the variant decides the process exit code.
+//! Error type shared by the whole crate; the variant decides the process exit code. Also the
+//! helpers that keep input errors readable and input reading bounded: [`shorten`] and
+//! [`quote`] for echoing input text, [`shorten_message`] for messages of parsers that quote
+//! input themselves, and [`read_text_file`] for reading an input file.
 
+use std::borrow::Cow;
 use std::fmt;
+use std::io::Read;
+use std::path::Path;
 
 #[derive(Debug)]
 pub enum SimError {
@@ -40,11 +46,210 @@ pub fn input<T>(msg: impl Into<String>) -> Result<T> {
     Err(SimError::Input(msg.into()))
 }
 
-/// `text` as it may be quoted in a message: at most about 200 characters.
+// ---------------------------------------------------------------------------------------------
+// Quoting input
+
+/// The most characters of one piece of input text that an error message quotes.
+pub const QUOTE_MAX: usize = 200;
+
+/// `text` shortened to at most `max` of its characters: whole when it is no longer, otherwise
+/// its start and its end around `…[N characters omitted]…`.
+pub fn shorten_to(text: &str, max: usize) -> Cow<'_, str> {
+    if text.len() <= max {
+        return Cow::Borrowed(text);
+    }
+    let n = text.chars().count();
+    if n <= max {
+        return Cow::Borrowed(text);
+    }
+    let tail = max / 4;
+    let head = max - tail;
+    let head_end = text.char_indices().nth(head).map_or(text.len(), |(i, _)| i);
+    let tail_start = text.char_indices().nth(n - tail).map_or(text.len(), |(i, _)| i);
+    Cow::Owned(format!("{}…[{} characters omitted]…{}", &text[..head_end], n - head - tail, &text[tail_start..]))
+}
+
+/// `text` shortened to at most [`QUOTE_MAX`] characters (see [`shorten_to`]).
+pub fn shorten(text: &str) -> Cow<'_, str> {
+    shorten_to(text, QUOTE_MAX)
+}
+
+/// `text` in double quotes with Rust string escapes, shortened to at most [`QUOTE_MAX`] of its
+/// characters: how error messages quote a piece of input.
 pub fn quote(text: &str) -> String {
-    const MAX: usize = 200;
-    match text.char_indices().nth(MAX) {
-        Some((cut, _)) => format!("{}… ({} bytes)", &text[..cut], text.len()),
-        None => text.to_string(),
+    format!("{:?}", shorten(text))
+}
+
+/// A message of a parser that quotes the input itself (`unknown variant `…``, `string "…"`),
+/// each quoted span shortened to [`QUOTE_MAX`] characters, and each line, in case it quotes
+/// input without quotes, to 2 [`QUOTE_MAX`] characters.
+pub fn shorten_message(msg: &str) -> String {
+    if msg.lines().all(|l| l.len() <= QUOTE_MAX) {
+        return msg.to_string();
+    }
+    let lines: Vec<String> = msg
+        .split('\n')
+        .map(|line| {
+            let spans = shorten_quoted_spans(line);
+            shorten_to(&spans, 2 * QUOTE_MAX).into_owned()
+        })
+        .collect();
+    lines.join("\n")
+}
+
+/// `line` with the text between matching quotes (`` ` `` or `"`, where `\` escapes in the
+/// latter) shortened; an unclosed quote runs to the end of the line.
+fn shorten_quoted_spans(line: &str) -> String {
+    let mut out = String::with_capacity(line.len().min(4 * QUOTE_MAX));
+    let mut rest = line;
+    while let Some(open) = rest.find(['`', '"']) {
+        let q = rest.as_bytes()[open] as char;
+        out.push_str(&rest[..=open]);
+        let body = &rest[open + 1..];
+        let close = span_end(body, q);
+        out.push_str(&shorten(&body[..close]));
+        match body[close..].chars().next() {
+            Some(c) => {
+                out.push(c);
+                rest = &body[close + c.len_utf8()..];
+            }
+            None => rest = "",
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Byte index in `body` of the quote `q` that closes a span (or `body.len()`).
+fn span_end(body: &str, q: char) -> usize {
+    let mut escaped = false;
+    for (i, c) in body.char_indices() {
+        if escaped {
+            escaped = false;
+        } else if c == '\\' && q == '"' {
+            escaped = true;
+        } else if c == q {
+            return i;
+        }
+    }
+    body.len()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading input files
+
+/// `bytes` as a size for messages: whole GiB or MiB where it is one, else bytes.
+fn size_text(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 30 && b % (1 << 30) == 0 => format!("{} GiB", b >> 30),
+        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
+        b => format!("{b} bytes"),
+    }
+}
+
+/// The kind of a file that is not a regular file, for messages.
+fn file_kind(t: std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// Read the input file `path` as UTF-8 text; `what` names it in messages ("case file").
+/// Only a regular file of at most `limit` bytes is read: directories, FIFOs and devices are
+/// refused before they are opened (a FIFO blocks, `/dev/zero` never ends), and invalid UTF-8
+/// is an error giving its byte offset, line and column. Every error is an input error naming
+/// the file.
+pub fn read_text_file(path: &Path, what: &str, limit: u64) -> Result<String> {
+    let shown = path.display();
+    let cannot = |e: std::io::Error| SimError::Input(format!("cannot read {what} {shown}: {e}"));
+    let regular = |meta: &std::fs::Metadata| -> Result<()> {
+        let t = meta.file_type();
+        if !t.is_file() {
+            return input(format!("cannot read {what} {shown}: it is {}, not a regular file", file_kind(t)));
+        }
+        if meta.len() > limit {
+            return too_large(what, path, meta.len(), limit);
+        }
+        Ok(())
+    };
+    // stat first: opening a FIFO would wait for a writer
+    regular(&std::fs::metadata(path).map_err(cannot)?)?;
+    let file = std::fs::File::open(path).map_err(cannot)?;
+    let meta = file.metadata().map_err(cannot)?;
+    regular(&meta)?;
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    // a file may grow after the check, or report size 0 (procfs): read one byte past the limit
+    file.take(limit + 1).read_to_end(&mut bytes).map_err(cannot)?;
+    if bytes.len() as u64 > limit {
+        return too_large(what, path, bytes.len() as u64, limit);
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let bytes = e.as_bytes();
+        let line_start = bytes[..at].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        let line = bytes[..line_start].iter().filter(|&&b| b == b'\n').count() + 1;
+        // the bytes before `at` are valid UTF-8
+        let column = std::str::from_utf8(&bytes[line_start..at]).map_or(0, |s| s.chars().count()) + 1;
+        SimError::Input(format!("{what} {shown}: invalid UTF-8 at byte {at} (line {line}, column {column})"))
+    })
+}
+
+fn too_large<T>(what: &str, path: &Path, size: u64, limit: u64) -> Result<T> {
+    input(format!(
+        "cannot read {what} {}: it holds {} bytes, more than the limit of {} for a {what}",
+        path.display(),
+        size,
+        size_text(limit)
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shorten_keeps_short_text_and_cuts_long_text() {
+        assert_eq!(shorten("abc"), "abc");
+        let exact = "é".repeat(QUOTE_MAX);
+        assert_eq!(shorten(&exact), exact.as_str());
+        let long = format!("{}{}", "q".repeat(1000), "z".repeat(1000));
+        let s = shorten(&long);
+        assert!(s.starts_with(&"q".repeat(150)) && s.ends_with(&"z".repeat(50)), "{s}");
+        assert!(s.contains("…[1800 characters omitted]…"), "{s}");
+        let input_chars = s.chars().filter(|&c| c == 'q' || c == 'z').count();
+        assert_eq!(input_chars, QUOTE_MAX);
+        // multi-byte characters are cut at character boundaries
+        let wide = "ü".repeat(5000);
+        assert_eq!(shorten(&wide).chars().filter(|&c| c == 'ü').count(), QUOTE_MAX);
+        assert_eq!(quote("a\"b"), "\"a\\\"b\"");
+    }
+
+    #[test]
+    fn shorten_message_cuts_quoted_spans_and_long_lines() {
+        let x = "x".repeat(100_000);
+        let msg = format!("key solver: unknown variant `{x}`, expected one of `heat1d`, `heat2d`\n  | ^ invalid \"{x}\\\"{x}\"\nplain {x}");
+        let s = shorten_message(&msg);
+        let lines: Vec<&str> = s.lines().collect();
+        assert_eq!(lines.len(), 3, "{s}");
+        assert!(lines[0].starts_with("key solver: unknown variant `xxx"), "{s}");
+        assert!(lines[0].ends_with("`, expected one of `heat1d`, `heat2d`"), "{s}");
+        for l in &lines {
+            assert!(l.chars().filter(|&c| c == 'x').count() <= 2 * QUOTE_MAX, "{l}");
+            assert!(l.len() < 3 * QUOTE_MAX, "{l}");
+        }
+        // the escaped quote does not end the span
+        assert!(lines[1].contains("[199802 characters omitted]") && lines[1].ends_with("xxxxx\""), "{s}");
+        assert_eq!(shorten_message("short `message`"), "short `message`");
     }
 }

@@ -1,5 +1,6 @@
 //! Point-cloud readers: the shipped formats load, bad files are input errors naming the file
-//! and the line or point.
+//! and the line or point; special files, oversized files and header counts, invalid UTF-8 and
+//! long values give input errors too, without reading or quoting more than they must.
 
 use sim::SimError;
 use sim::mesh::cloud_file::{self, CloudFormat};
@@ -184,4 +185,119 @@ fn generated_cloud_round_trips_through_both_writers() {
         assert_eq!((&r.xpos, &r.xneg, &r.ypos, &r.yneg), (&g.xpos, &g.xneg, &g.ypos, &g.yneg));
     }
     let _ = std::fs::remove_dir_all(dir);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Untrusted files: counts, special files, encoding, long values
+
+/// A few point lines of each format (neighbour lists of two points).
+fn point_lines(format: CloudFormat) -> &'static str {
+    match format {
+        CloudFormat::Legacy => "0 0 0 0 1 0 1.0 1 2\n1 0 0 0 1 0 1.0 1 1\n",
+        CloudFormat::Old => "1 1 0 0 0 1 2 0 1 2\n2 2 1 0 0 1 2 0 1 1\n",
+        CloudFormat::PointInput => "1 0 0 0 0 1 0 1 2\n2 1 0 0 0 1 0 1 1\n",
+        CloudFormat::Sim => "0 0 0 0 1 0 0 1 1.0 1 2\n1 0 0 0 1 0 0 1 1.0 1 1\n",
+    }
+}
+
+#[test]
+fn header_counts_are_checked_before_anything_is_sized_by_them() {
+    for format in [CloudFormat::Legacy, CloudFormat::Old, CloudFormat::Sim] {
+        let prefix = if format == CloudFormat::Sim { "# sim point cloud v1\n" } else { "" };
+        // 1e9 points once asked for 32 GB before reading a line; 2^64 - 1 overflowed the size
+        for header in ["1000000000", "18446744073709551615", "4294967296", "5"] {
+            let m = bad(&format!("{prefix}{header}\n{}", point_lines(format)), format);
+            let line = if format == CloudFormat::Sim { "bad.txt:2:" } else { "bad.txt:1:" };
+            assert!(m.contains(line) && m.contains(&format!("declares {header} points")) && m.contains("at most"), "{m}");
+        }
+        let m = bad(&format!("{prefix}18446744073709551616\n{}", point_lines(format)), format);
+        assert!(m.contains("point count \"18446744073709551616\" is out of range"), "{m}");
+    }
+    // a header within what the file holds but above the lines given: truncated
+    let lines: Vec<String> = legacy_text().lines().skip(1).take(2).map(String::from).collect();
+    let m = bad(&format!("5\n{}\n", lines.join("\n")), CloudFormat::Legacy);
+    assert!(m.contains("truncated") && m.contains("declares 5"), "{m}");
+}
+
+/// `cloud_file::load` of `path` on another thread: the input error, or a failure after 30 s
+/// (a FIFO without a writer blocks an open for ever).
+fn load_error(path: &std::path::Path) -> String {
+    let p = path.to_path_buf();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(cloud_file::load(&p, CloudFormat::Legacy).map(|c| c.len()));
+    });
+    match rx.recv_timeout(std::time::Duration::from_secs(30)) {
+        Ok(Err(SimError::Input(m))) => m,
+        Ok(other) => panic!("{}: expected an input error, got {other:?}", path.display()),
+        Err(_) => panic!("{}: the load did not return within 30 s", path.display()),
+    }
+}
+
+#[test]
+fn special_files_are_refused_before_they_are_opened() {
+    let dir = std::env::temp_dir().join(format!("sim_cloud_special_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("fifo");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    for (path, kind) in [
+        (std::path::PathBuf::from("/dev/zero"), "a character device"),
+        (std::path::PathBuf::from("/dev/urandom"), "a character device"),
+        (fifo, "a FIFO"),
+        (dir.clone(), "a directory"),
+    ] {
+        let m = load_error(&path);
+        assert!(m.contains(path.to_str().unwrap()) && m.contains(kind) && m.contains("not a regular file"), "{m}");
+    }
+    // larger than the limit: refused unread (a sparse file takes no space)
+    let big = dir.join("big.txt");
+    std::fs::File::create(&big).unwrap().set_len(cloud_file::MAX_CLOUD_BYTES + 1).unwrap();
+    let m = load_error(&big);
+    assert!(m.contains("big.txt") && m.contains("limit of 4 GiB"), "{m}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn invalid_utf8_gives_the_byte_offset() {
+    let dir = std::env::temp_dir().join(format!("sim_cloud_utf8_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = legacy_text();
+    let mut bytes: Vec<u8> = Vec::new();
+    for l in text.lines().take(3) {
+        bytes.extend(l.as_bytes());
+        bytes.push(b'\n');
+    }
+    bytes.extend(b"0.5 0.");
+    let at = bytes.len();
+    bytes.extend([0xFF, b'1', b'\n']);
+    let path = dir.join("latin1.txt");
+    std::fs::write(&path, &bytes).unwrap();
+    let m = match cloud_file::load(&path, CloudFormat::Legacy) {
+        Err(SimError::Input(m)) => m,
+        other => panic!("expected an input error, got {:?}", other.map(|c| c.len())),
+    };
+    assert!(m.contains("latin1.txt") && m.contains(&format!("byte {at}")) && m.contains("line 4, column 7"), "{m}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn long_values_are_quoted_shortly() {
+    let z = "Z".repeat(1_000_000);
+    let text = legacy_text();
+    for (what, edit) in [
+        ("x", Box::new(|l: &str| l.replacen(l.split_whitespace().next().unwrap(), &z, 1)) as Box<dyn Fn(&str) -> String>),
+        ("left", Box::new(|l: &str| {
+            let mut v: Vec<&str> = l.split_whitespace().collect();
+            v[2] = &z;
+            v.join(" ")
+        })),
+        ("extra", Box::new(|l: &str| format!("{l} {z}"))),
+    ] {
+        let m = bad(&with_line(&text, 7, edit), CloudFormat::Legacy);
+        let shown = m.chars().filter(|&c| c == 'Z').count();
+        assert!(m.contains("bad.txt:7") && shown <= 200 && m.len() < 400, "{what}: {shown} characters quoted: {}", &m[..m.len().min(1000)]);
+    }
+    // a header line of one long value
+    let m = bad(&format!("{z}\n{}", point_lines(CloudFormat::Legacy)), CloudFormat::Legacy);
+    assert!(m.len() < 400, "{}", &m[..m.len().min(1000)]);
 }

@@ -13,15 +13,23 @@
 //!
 //! flag_1: 0 = wall, 1 = interior, 2 = outer (except `old`). left/right: previous and next
 //! point on the same boundary curve (0 = none).
+//!
+//! Files are untrusted input: only a regular file of at most [`MAX_CLOUD_BYTES`] is read, a
+//! header count is checked against what the text can hold before anything is sized by it,
+//! and messages quote at most [`crate::error::QUOTE_MAX`] characters of a value.
 
 use std::iter::Peekable;
 use std::path::Path;
 
-use crate::error::{Result, SimError, input};
+use crate::error::{Result, input, quote, read_text_file};
 use crate::solvers::lskum::cloud::{Cloud, Csr, INTERIOR, NONE};
 
 /// First line of a `sim` point-cloud file.
 const SIM_SIGNATURE: &str = "# sim point cloud v1";
+
+/// The largest point-cloud file read: 4 GiB, some 25 million points. It also keeps the
+/// number of neighbour links (at most one per two bytes) within the u32 offsets of [`Csr`].
+pub const MAX_CLOUD_BYTES: u64 = 4 << 30;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -61,13 +69,21 @@ impl CloudFormat {
     fn needs_header(self) -> bool {
         matches!(self, CloudFormat::Old | CloudFormat::Sim)
     }
+
+    /// The fewest values on a point line (those before the neighbours, and the count).
+    fn min_values(self) -> usize {
+        match self {
+            CloudFormat::Legacy | CloudFormat::PointInput => 8,
+            CloudFormat::Old => 9,
+            CloudFormat::Sim => 10,
+        }
+    }
 }
 
 /// Read and validate a point cloud; every problem is an input error naming the file and
-/// the line or point.
+/// the line or point. Only a regular file of at most [`MAX_CLOUD_BYTES`] in UTF-8 is read.
 pub fn load(path: &Path, format: CloudFormat) -> Result<Cloud> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| SimError::Input(format!("cannot read point cloud {}: {e}", path.display())))?;
+    let text = read_text_file(path, "point cloud", MAX_CLOUD_BYTES)?;
     parse(&text, &path.display().to_string(), format)
 }
 
@@ -180,14 +196,14 @@ impl<'a> Tokens<'a> {
         match v {
             Ok(v) if v.is_finite() => Ok(v),
             Ok(v) => self.fail(format!("{what} is {v}, not a finite number")),
-            Err(_) => self.fail(format!("{what} {t:?} is not a number")),
+            Err(_) => self.fail(format!("{what} {} is not a number", quote(t))),
         }
     }
     fn int(&mut self, what: &str) -> Result<i64> {
         let t = self.next(what)?;
         match t.parse::<i64>() {
             Ok(v) => Ok(v),
-            Err(_) => self.fail(format!("{what} {t:?} is not an integer")),
+            Err(_) => self.fail(format!("{what} {} is not an integer", quote(t))),
         }
     }
     /// A point number that must be `expected` (the files number their points in order).
@@ -201,7 +217,7 @@ impl<'a> Tokens<'a> {
     fn end(&mut self) -> Result<()> {
         match self.it.next() {
             None => Ok(()),
-            Some(t) => self.fail(format!("unexpected extra value {t:?} at the end of the line")),
+            Some(t) => self.fail(format!("unexpected extra value {} at the end of the line", quote(t))),
         }
     }
 }
@@ -211,15 +227,16 @@ fn parse_raw(text: &str, file: &str, format: CloudFormat) -> Result<Raw> {
     if format == CloudFormat::Sim && !text.starts_with(SIM_SIGNATURE) {
         return input(format!("{file}:1: not a sim point cloud (first line must be '{SIM_SIGNATURE}')"));
     }
-    let declared = read_header(&mut lines, file)?;
+    let declared = read_header(&mut lines, file, format, text.len())?;
     if format.needs_header() && declared.is_none() {
         return input(format!("{file}:1: missing header line with the point count"));
     }
+    // `read_header` bounds the count by the length of the text
     let cap = declared.unwrap_or(0);
     let mut r = Raw::with_capacity(format, cap);
     // Neighbour numbers as written (1-based, unchecked); point i has those from
     // r.conn.start[i] to r.conn.start[i + 1].
-    let mut raw_links: Vec<i64> = Vec::with_capacity(cap * 8);
+    let mut raw_links: Vec<i64> = Vec::with_capacity(cap.saturating_mul(8));
     for (ln, l) in lines {
         let number = r.len() + 1;
         if let Some(d) = declared
@@ -229,6 +246,9 @@ fn parse_raw(text: &str, file: &str, format: CloudFormat) -> Result<Raw> {
         }
         let mut t = Tokens { file, line: ln, it: l.split_ascii_whitespace() };
         let p = read_point_line(&mut t, format, number, &mut raw_links)?;
+        if raw_links.len() >= u32::MAX as usize {
+            return input(format!("{file}:{ln}: more neighbour links than supported"));
+        }
         r.push(p, ln, raw_links.len());
     }
     check_point_count(r.len(), declared, file)?;
@@ -248,23 +268,42 @@ fn data_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
 }
 
 /// The point count of the header, a first line with a single integer (taken from `lines`),
-/// or None when the first line is a point line.
-fn read_header<'a>(lines: &mut Peekable<impl Iterator<Item = (usize, &'a str)>>, file: &str) -> Result<Option<usize>> {
+/// or None when the first line is a point line. The count is checked against what a text of
+/// `len` bytes can hold: a point line of `format` has at least `min_values` values, each
+/// followed by a space or a line end.
+fn read_header<'a>(
+    lines: &mut Peekable<impl Iterator<Item = (usize, &'a str)>>,
+    file: &str,
+    format: CloudFormat,
+    len: usize,
+) -> Result<Option<usize>> {
     let Some(&(ln, l)) = lines.peek() else {
         return input(format!("{file}: no points in the file"));
     };
     let mut t = l.split_ascii_whitespace();
-    let first = t.next();
+    let Some(first) = t.next() else {
+        return input(format!("{file}:{ln}: expected the point count or a point line"));
+    };
     if t.next().is_some() {
         return Ok(None);
     }
-    match first.map(str::parse::<usize>) {
-        Some(Ok(n)) => {
-            lines.next();
-            Ok(Some(n))
+    let n = match first.parse::<usize>() {
+        Ok(n) => n,
+        Err(e) if matches!(e.kind(), std::num::IntErrorKind::PosOverflow) => {
+            return input(format!("{file}:{ln}: point count {} is out of range", quote(first)));
         }
-        _ => input(format!("{file}:{ln}: expected the point count or a point line")),
+        Err(_) => return input(format!("{file}:{ln}: expected the point count or a point line")),
+    };
+    lines.next();
+    let most = len / (2 * format.min_values());
+    if n > most {
+        return input(format!(
+            "{file}:{ln}: the header declares {n} points, but {len} bytes of text hold at most {most} point lines \
+             of the {} format (truncated file or wrong count)",
+            format.name()
+        ));
     }
+    Ok(Some(n))
 }
 
 /// Read point `number` from its line `t`, appending its neighbour numbers to `raw_links`.

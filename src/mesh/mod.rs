@@ -19,7 +19,7 @@ pub mod quadtree;
 
 use std::path::PathBuf;
 
-use crate::error::{Result, SimError};
+use crate::error::{Result, SimError, shorten};
 use crate::solvers::lskum::Cloud;
 use crate::solvers::lskum::cloud::{OUTER, WALL};
 
@@ -55,7 +55,7 @@ pub fn generate(o: &MeshOptions) -> Result<String> {
             ogrid::ogrid(&OGrid { ni, nj, radius: o.radius, first_spacing: o.first_spacing, thickness: o.thickness, closure })?
         }
         "quadtree" => quadtree_points(o.points.unwrap_or(20_000), o.thickness, closure, o.radius)?,
-        k => return Err(SimError::Input(format!("--type {k}: choose ogrid or quadtree"))),
+        k => return Err(SimError::Input(format!("--type {}: choose ogrid or quadtree", shorten(k)))),
     };
     write(&cloud, &o.format, &o.out)?;
     Ok(report(&cloud, o))
@@ -65,7 +65,7 @@ fn parse_closure(name: &str) -> Result<Closure> {
     match name {
         "scaled" => Ok(Closure::Scaled),
         "modified" => Ok(Closure::Modified),
-        c => Err(SimError::Input(format!("--closure {c}: choose scaled or modified"))),
+        c => Err(SimError::Input(format!("--closure {}: choose scaled or modified", shorten(c)))),
     }
 }
 
@@ -84,7 +84,7 @@ fn write(cloud: &Cloud, format: &str, out: &std::path::Path) -> Result<()> {
     match format {
         "sim" => cloud.write_sim(out),
         "legacy" => cloud.write_legacy(out),
-        f => Err(SimError::Input(format!("--format {f}: choose sim or legacy"))),
+        f => Err(SimError::Input(format!("--format {}: choose sim or legacy", shorten(f)))),
     }
 }
 

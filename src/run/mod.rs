@@ -20,6 +20,8 @@ pub fn check(opts: &RunOptions) -> Result<String> {
     let plan = plan(opts)?;
     let spec = plan.case.solver.spec();
     crate::validate::threads("threads", plan.case.threads)?;
+    // Reads (and checks) the solver's input, e.g. a point cloud, before its size is estimated.
+    let describe = spec.describe()?;
     crate::solvers::check_memory(spec.memory_estimate(plan.precision))?;
     let (step, time) = plan.restart.as_ref().map_or((0, 0.0), |ck| (ck.meta.step, ck.meta.time));
     if let Some(ck) = &plan.restart {
@@ -31,7 +33,7 @@ pub fn check(opts: &RunOptions) -> Result<String> {
     let dt = spec.nominal_dt();
     stop.check_limits(step, time, dt)?;
     let last = stop.last_step(step, time, dt);
-    Ok(report::check_text(&plan.case, plan.precision, &plan.out_dir, &spec.describe()?, &stop, last))
+    Ok(report::check_text(&plan.case, plan.precision, &plan.out_dir, &describe, &stop, last))
 }
 
 /// `sim run`: returns the summary written to summary.json.

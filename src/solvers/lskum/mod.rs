@@ -502,7 +502,10 @@ impl Solver for Lskum {
 
 /// Rough bytes of storage for a cloud file (about one point per line), for `sim check`.
 pub fn memory_estimate(p: &LskumParams) -> usize {
-    let lines = std::fs::read(&p.cloud).map(|b| b.iter().filter(|&&c| c == b'\n').count()).unwrap_or(0);
+    // Only regular files (the reader refuses anything else with a clear message).
+    let regular = std::fs::metadata(&p.cloud).is_ok_and(|m| m.is_file());
+    let text = if regular { std::fs::read(&p.cloud).unwrap_or_default() } else { Vec::new() };
+    let lines = text.iter().filter(|&&c| c == b'\n').count();
     // 11 four-component arrays + 2 scalars of state, 5 of geometry, ~16 links in 5 CSR lists
     lines * (11 * 32 + 2 * 8 + 5 * 8 + 16 * 4 * 2 + 5 * 4)
 }

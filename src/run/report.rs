@@ -86,18 +86,27 @@ pub fn summary_text(v: &serde_json::Value) -> String {
     );
     let f = |x: &serde_json::Value| x.as_f64().unwrap_or(0.0);
     let perf = &v["performance"];
+    // Point clouds: RDP (s per iteration and point) rather than a bandwidth, which an
+    // irregular neighbour access does not have.
+    let rate = match v["errors"]["rdp_s"].as_f64() {
+        Some(rdp) => format!("RDP = {rdp:.3e} s, {:.2} Mpoints/s", f(&perf["mcells_per_s"])),
+        None => format!("BW_e = {:.2} GB/s, {:.1} Mcells/s", f(&perf["bw_eff_GBps"]), f(&perf["mcells_per_s"])),
+    };
     s += &format!(
-        "  {} steps in {:.2} s wall ({:.2} s computing): {:.3e} s/step, BW_e = {:.2} GB/s, {:.1} Mcells/s\n",
+        "  {} steps in {:.2} s wall ({:.2} s computing): {:.3e} s/step, {rate}\n",
         v["steps_run"],
         f(&v["wall_time_s"]),
         f(&v["compute_time_s"]),
         f(&perf["time_per_step_s"]),
-        f(&perf["bw_eff_GBps"]),
-        f(&perf["mcells_per_s"]),
     );
     if let Some(e) = v["errors"].as_object() {
+        let number = |x: &serde_json::Value| match (x.as_u64(), x.as_f64()) {
+            (Some(n), _) => Some(n.to_string()),
+            (None, Some(f)) => Some(format!("{f:.3e}")),
+            _ => None,
+        };
         let parts: Vec<String> =
-            e.iter().filter_map(|(k, x)| x.as_f64().map(|f| format!("{k} = {f:.3e}"))).collect();
+            e.iter().filter(|(k, _)| *k != "rdp_s").filter_map(|(k, x)| number(x).map(|t| format!("{k} = {t}"))).collect();
         if !parts.is_empty() {
             let reference = e.get("reference").and_then(|r| r.as_str()).unwrap_or("reference");
             s += &format!("  vs {reference}: {}\n", parts.join(", "));
@@ -108,6 +117,12 @@ pub fn summary_text(v: &serde_json::Value) -> String {
         s += &format!(", checkpoint {c}");
     }
     s
+}
+
+/// Files of a run from `start` to `last` with output every `n` steps: the initial state, each
+/// multiple of `n`, and the final state when it is not a multiple.
+pub fn output_count(start: u64, last: u64, n: u64) -> u64 {
+    1 + last / n - start / n + u64::from(last % n != 0 && last > start)
 }
 
 /// `sim check`: what the run would do.
@@ -121,7 +136,7 @@ pub fn check_text(case: &Case, precision: Precision, out_dir: &Path, s: &dyn Sol
     t += &format!("  memory: {:.1} MiB of field storage\n", mem as f64 / (1u64 << 20) as f64);
     t += &format!("  steps: {last} (stop at {})\n", stop.text());
     let outputs = match (case.output.every_steps, case.output.every_time) {
-        (Some(n), _) => format!("every {n} steps (about {} files)", last / n + 2),
+        (Some(n), _) => format!("every {n} steps ({} files)", output_count(s.step(), last, n)),
         (None, Some(t)) => format!("every {t} of simulated time (steps land on each multiple)"),
         (None, None) => "initial and final state".into(),
     };

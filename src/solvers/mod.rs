@@ -16,7 +16,7 @@ use crate::case::{Backend, Case};
 use crate::cuda::{Gpu, GpuOptions};
 use crate::error::{Result, input};
 use crate::real::Precision;
-use crate::solver::{Clock, Solver};
+use crate::solver::{Clock, Solver, StateArray};
 
 /// Where a solver's fields live and its kernels run.
 #[derive(Clone)]
@@ -41,6 +41,16 @@ pub trait SolverSpec {
     fn memory_estimate(&self, precision: Precision) -> usize;
     /// The solver at its initial condition, in `precision`, on `device`.
     fn build(&self, precision: Precision, device: &Device) -> Result<Box<dyn Solver>>;
+    /// The solver that a checkpoint's `arrays` are then restored into. By default
+    /// [`SolverSpec::build`]; a solver whose checkpoints hold its input data (lskum: the point
+    /// cloud) builds from them, so that a checkpoint alone continues a run.
+    fn build_restart(&self, precision: Precision, device: &Device, _arrays: &[StateArray]) -> Result<Box<dyn Solver>> {
+        self.build(precision, device)
+    }
+    /// The file paths among the parameters, which a case file's folder resolves when relative.
+    fn input_paths(&mut self) -> Vec<&mut std::path::PathBuf> {
+        Vec::new()
+    }
     /// [`SolverSpec::build`] after [`SolverSpec::validate`] (parameters not from a case file).
     fn validated_build(&self, precision: Precision, device: &Device) -> Result<Box<dyn Solver>> {
         self.validate()?;
@@ -78,6 +88,11 @@ macro_rules! registry {
 
         impl SolverCase {
             pub fn spec(&self) -> &dyn SolverSpec {
+                match self {
+                    $(SolverCase::$variant(p) => p,)+
+                }
+            }
+            pub fn spec_mut(&mut self) -> &mut dyn SolverSpec {
                 match self {
                     $(SolverCase::$variant(p) => p,)+
                 }
@@ -146,6 +161,16 @@ pub fn build_on(case: &Case, precision: Precision, device: &Device) -> Result<Bo
         return input(format!("backend cuda: solver {} has no CUDA kernels yet; use backend: cpu", case.solver.kind()));
     }
     spec.build(precision, device)
+}
+
+/// Build the solver of `case` that the checkpoint `arrays` are restored into (see
+/// [`SolverSpec::build_restart`]).
+pub fn build_for_restart(case: &Case, precision: Precision, device: &Device, arrays: &[StateArray]) -> Result<Box<dyn Solver>> {
+    let spec = case.solver.spec();
+    if matches!(device, Device::Cuda(..)) && !spec.has_cuda() {
+        return input(format!("backend cuda: solver {} has no CUDA kernels yet; use backend: cpu", case.solver.kind()));
+    }
+    spec.build_restart(precision, device, arrays)
 }
 
 /// Box a solver built in either precision: `in_precision!(precision, |T| expr)` evaluates

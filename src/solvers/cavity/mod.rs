@@ -592,7 +592,7 @@ impl<T: Real> Solver for Cavity<T> {
         let vort: Vec<T> = self.vorticity().into_iter().map(T::of).collect();
         vec![
             OutField::new("velocity", 3, Location::Node, T::wrap(vel)),
-            OutField::new("pressure", 1, Location::Node, T::wrap(p.to_vec())),
+            OutField::new("p", 1, Location::Node, T::wrap(p.to_vec())),
             OutField::new("vorticity", 1, Location::Node, T::wrap(vort)),
             OutField::new("speed", 1, Location::Node, T::wrap(speed)),
         ]

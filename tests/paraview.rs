@@ -381,3 +381,31 @@ fn render_script_draws_the_last_step_of_each_solver() {
     }
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// The README's compression figures: one `heat2d_large` output (4096^2 nodes, f64, `T` and
+/// `T_exact` of the initial state) written with each compression, median of three.
+/// `cargo test --release --test paraview -- --ignored --nocapture compression_figures`
+#[test]
+#[ignore]
+fn compression_figures() {
+    use sim::io::output::{Compression, Frame, write};
+    use sim::solver::Solver;
+    use sim::solvers::heat::{Heat, Heat2dParams};
+    let dir = scratch("pv_figures");
+    let h = Heat::<f64>::heat2d(&Heat2dParams { n: 4096, r: 0.2, diffusivity: 1.0, t0: 0.001, domain: [-1.0, 1.0] });
+    let (mesh, fields) = (h.mesh(), h.output_fields());
+    for compression in [Compression::None, Compression::Zlib, Compression::Lz4] {
+        let frame = Frame { time: 0.0, compression, triangles: None };
+        let mut times: Vec<f64> = (0..3)
+            .map(|_| {
+                let t0 = std::time::Instant::now();
+                write(&dir, "large", 0, &mesh, &fields, &frame).unwrap();
+                t0.elapsed().as_secs_f64()
+            })
+            .collect();
+        times.sort_by(f64::total_cmp);
+        let bytes = std::fs::metadata(dir.join("large_00000000.vti")).unwrap().len();
+        println!("{compression:?}: {bytes} bytes, write {:.2} s (median of {times:.2?})", times[1]);
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}

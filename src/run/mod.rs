@@ -32,8 +32,7 @@ pub fn run(opts: &RunOptions) -> Result<serde_json::Value> {
         .build()
         .map_err(|e| SimError::Run(format!("cannot start {threads} threads: {e}")))?;
     let mut solver = pool.install(|| match &plan.restart {
-        Some((path, _, arrays)) => crate::solvers::build_for_restart(case, plan.precision, &device, arrays)
-            .map_err(|e| SimError::Input(format!("checkpoint {}: {e}", path.display()))),
+        Some((path, _, arrays)) => crate::solvers::build_for_restart(case, plan.precision, &device, path, arrays),
         None => crate::solvers::build_on(case, plan.precision, &device),
     })?;
     let restart = match plan.restart {

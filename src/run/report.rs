@@ -152,3 +152,33 @@ pub fn check_text(case: &Case, precision: Precision, out_dir: &Path, s: &dyn Sol
     }
     t
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_count_counts_the_initial_the_multiples_and_the_final_state() {
+        assert_eq!(output_count(0, 20, 10), 3);
+        assert_eq!(output_count(0, 25, 10), 4);
+        assert_eq!(output_count(0, 5, 10), 2);
+        assert_eq!(output_count(0, 0, 10), 1);
+    }
+
+    #[test]
+    fn point_cloud_summaries_give_rdp_and_whole_numbers() {
+        let v = serde_json::json!({
+            "case": "l", "solver": "lskum", "backend": "cpu", "precision": "f64", "threads": 2,
+            "status": "completed", "step": 300, "time": null, "steps_run": 300, "wall_time_s": 3.0,
+            "compute_time_s": 2.9, "outputs": 2, "checkpoint": null,
+            "performance": {"time_per_step_s": 0.01, "bw_eff_GBps": 12.5, "mcells_per_s": 0.96},
+            "errors": {"reference": "none (steady coefficients)", "cl": 0.35, "iterations": 300, "points": 9600, "rdp_s": 1.04e-6},
+        });
+        let text = summary_text(&v);
+        assert!(!text.contains("BW_e") && text.contains("RDP = 1.040e-6 s"), "{text}");
+        assert!(text.contains("iterations = 300") && text.contains("points = 9600") && text.contains("cl = 3.500e-1"), "{text}");
+        let mut grid = v.clone();
+        grid["errors"] = serde_json::json!({"reference": "analytic", "max_error": 1e-3});
+        assert!(summary_text(&grid).contains("BW_e = 12.50 GB/s"), "{}", summary_text(&grid));
+    }
+}

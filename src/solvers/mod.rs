@@ -43,8 +43,15 @@ pub trait SolverSpec {
     fn build(&self, precision: Precision, device: &Device) -> Result<Box<dyn Solver>>;
     /// The solver that a checkpoint's `arrays` are then restored into. By default
     /// [`SolverSpec::build`]; a solver whose checkpoints hold its input data (lskum: the point
-    /// cloud) builds from them, so that a checkpoint alone continues a run.
-    fn build_restart(&self, precision: Precision, device: &Device, _arrays: &[StateArray]) -> Result<Box<dyn Solver>> {
+    /// cloud) builds from them, so that a checkpoint alone continues a run; its errors name
+    /// the `checkpoint` file.
+    fn build_restart(
+        &self,
+        precision: Precision,
+        device: &Device,
+        _checkpoint: &std::path::Path,
+        _arrays: &[StateArray],
+    ) -> Result<Box<dyn Solver>> {
         self.build(precision, device)
     }
     /// The file paths among the parameters, which a case file's folder resolves when relative.
@@ -165,12 +172,18 @@ pub fn build_on(case: &Case, precision: Precision, device: &Device) -> Result<Bo
 
 /// Build the solver of `case` that the checkpoint `arrays` are restored into (see
 /// [`SolverSpec::build_restart`]).
-pub fn build_for_restart(case: &Case, precision: Precision, device: &Device, arrays: &[StateArray]) -> Result<Box<dyn Solver>> {
+pub fn build_for_restart(
+    case: &Case,
+    precision: Precision,
+    device: &Device,
+    checkpoint: &std::path::Path,
+    arrays: &[StateArray],
+) -> Result<Box<dyn Solver>> {
     let spec = case.solver.spec();
     if matches!(device, Device::Cuda(..)) && !spec.has_cuda() {
         return input(format!("backend cuda: solver {} has no CUDA kernels yet; use backend: cpu", case.solver.kind()));
     }
-    spec.build_restart(precision, device, arrays)
+    spec.build_restart(precision, device, checkpoint, arrays)
 }
 
 /// Box a solver built in either precision: `in_precision!(precision, |T| expr)` evaluates

@@ -293,11 +293,19 @@ impl SolverSpec for LskumParams {
         vec![&mut self.cloud]
     }
     /// From the cloud the checkpoint holds, not the file (which may have moved or changed).
-    fn build_restart(&self, precision: Precision, device: &Device, arrays: &[StateArray]) -> Result<Box<dyn Solver>> {
+    fn build_restart(
+        &self,
+        precision: Precision,
+        device: &Device,
+        checkpoint: &std::path::Path,
+        arrays: &[StateArray],
+    ) -> Result<Box<dyn Solver>> {
         if precision != Precision::F64 || !Cloud::in_arrays(arrays) {
             return self.build(precision, device);
         }
-        Ok(Box::new(Lskum::with_cloud(self, Cloud::from_arrays(arrays)?)))
+        let cloud = Cloud::from_arrays(arrays)
+            .map_err(|e| crate::error::SimError::Input(format!("checkpoint {}: {e}", checkpoint.display())))?;
+        Ok(Box::new(Lskum::with_cloud(self, cloud)))
     }
     fn validate(&self) -> Result<()> {
         let key = "solver.lskum";

@@ -215,6 +215,11 @@ pub trait Solver: Send {
     }
     /// Fields for visualisation. Needs a synced host copy.
     fn output_fields(&self) -> Vec<OutField>;
+    /// What the output fields mean and their units, one `name: text` per field; stored in
+    /// the VTK files as the `units` field data.
+    fn units(&self) -> &'static str {
+        ""
+    }
     /// Everything needed to continue the run bit-exactly. Needs a synced host copy.
     fn state(&self) -> Vec<StateArray>;
     /// Inverse of [`Solver::state`]; checks names and shapes, naming what is wrong. Leaves the

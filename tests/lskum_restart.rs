@@ -138,7 +138,7 @@ fn vtu_output_reads_back() {
         OutField::new("rho", 1, Location::Node, Values::F64(vec![1.0, 2.0, 3.0])),
         OutField::new("velocity", 3, Location::Node, Values::F64(vec![0.1, 0.2, 0.0, 0.3, 0.4, 0.0, 0.5, 0.6, 0.0])),
     ];
-    let frame = sim::io::output::Frame { time: 0.0, compression: Default::default(), triangles: None };
+    let frame = sim::io::output::Frame { time: 0.0, compression: Default::default(), triangles: None, units: "" };
     sim::io::vtu::write(&path, &pts, &fields, &frame).unwrap();
     let bytes = std::fs::read(&path).unwrap();
     let text = String::from_utf8_lossy(&bytes);

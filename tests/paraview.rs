@@ -1,6 +1,6 @@
 //! What ParaView reads: checkpoint sidecars through VTK's XDMF readers (values against the
-//! HDF5 data, and the time), the active fields and time of the VTK files, compressed VTK
-//! files, the triangles over point clouds, and `scripts/render.py`.
+//! HDF5 data, and the time), the active fields, time and units of the VTK files, compressed
+//! VTK files, the triangles over point clouds, and `scripts/render.py`.
 //!
 //! The legacy XDMF reader and the VTK XML readers come with VTK's Python package (CI has
 //! it); the Xdmf3 reader only with ParaView, so that part runs where `pvpython` is found.
@@ -148,7 +148,9 @@ times = list(info.Get(S.TIME_STEPS())) if info.Has(S.TIME_STEPS()) else None
 r.Update(); o = r.GetOutput(); pd = o.GetPointData()
 name = lambda a: a.GetName() if a is not None else None
 types = sorted(set(o.GetCellType(k) for k in range(o.GetNumberOfCells())))
+units = o.GetFieldData().GetAbstractArray('units')
 print(json.dumps({'scalars': name(pd.GetScalars()), 'vectors': name(pd.GetVectors()), 'times': times,
+                  'units': units.GetValue(0) if units is not None else None,
                   'cells': o.GetNumberOfCells(), 'cell_types': types,
                   'arrays': {pd.GetArrayName(k): vtk_to_numpy(pd.GetArray(k)).astype('float64').ravel().tolist()
                              for k in range(pd.GetNumberOfArrays()) if sys.argv[2:] == ['values']}}))
@@ -181,9 +183,15 @@ fn vtk_files_name_their_main_fields_and_carry_the_time() {
         let attr = |a: &str| line.split(&format!("{a}=\"")).nth(1).unwrap().split('"').next().unwrap().to_string();
         (attr("file"), attr("timestep").parse().unwrap())
     };
-    for (run, scalars, vectors) in [("c", "p", Some("velocity")), ("h", "T", None), ("l", "Mach", Some("velocity"))] {
+    for (run, scalars, vectors, units) in [
+        ("c", "p", Some("velocity"), "p: pressure / density"),
+        ("h", "T", None, "T: temperature"),
+        ("l", "Mach", Some("velocity"), "free stream 1/gamma"),
+    ] {
         let (file, time) = second(run);
         let got = read_xml(&dir.join("out").join(run).join(&file), false);
+        // What the fields mean, in the file (ParaView: Information, Field Data).
+        assert!(got["units"].as_str().is_some_and(|u| u.contains(units)), "{file}: {}", got["units"]);
         assert_eq!(got["scalars"], scalars, "{file}: {got}");
         assert_eq!(got["vectors"].as_str(), vectors, "{file}: {got}");
         // Opened without the .pvd, the file still has its time.
@@ -307,6 +315,8 @@ fn cloud_triangles_cover_the_domain_and_leave_the_aerofoil_empty() {
     check_surface(&legacy, "9600-point reference cloud");
     let generated = sim::mesh::ogrid::ogrid(&sim::mesh::ogrid::OGrid { ni: 80, nj: 30, ..Default::default() }).unwrap();
     check_surface(&generated, "generated 80 x 30 O-grid");
+    let quadtree = sim::mesh::quadtree::quadtree_points(20_000, 0.12, sim::mesh::naca::Closure::Scaled, 10.0).unwrap();
+    check_surface(&quadtree, "generated quadtree cloud");
 }
 
 /// Share of the PNG's pixels that are the white background, the number of distinct colours,
@@ -395,7 +405,7 @@ fn compression_figures() {
     let h = Heat::<f64>::heat2d(&Heat2dParams { n: 4096, r: 0.2, diffusivity: 1.0, t0: 0.001, domain: [-1.0, 1.0] });
     let (mesh, fields) = (h.mesh(), h.output_fields());
     for compression in [Compression::None, Compression::Zlib, Compression::Lz4] {
-        let frame = Frame { time: 0.0, compression, triangles: None };
+        let frame = Frame { time: 0.0, compression, triangles: None, units: "" };
         let mut times: Vec<f64> = (0..3)
             .map(|_| {
                 let t0 = std::time::Instant::now();

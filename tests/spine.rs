@@ -115,7 +115,7 @@ fn cell_fields_read_back_with_vtk() {
         OutField::new("u", 1, Location::FaceX, Values::F32(u)),
         OutField::new("H", 1, Location::Node, Values::F64((0..12).map(|k| k as f64).collect())),
     ];
-    let frame = sim::io::output::Frame { time: 0.5, compression: Default::default(), triangles: None };
+    let frame = sim::io::output::Frame { time: 0.5, compression: Default::default(), triangles: None, units: "" };
     let file = sim::io::output::write(&dir, "s", 7, &mesh, &fields, &frame).unwrap();
     assert_eq!(file, "s_00000007.vti");
     let script = format!(

@@ -46,6 +46,9 @@ pub struct Frame<'a> {
     /// Triangles over the points of a cloud (written as the `.vtu` cells instead of one
     /// vertex per point).
     pub triangles: Option<&'a [[u32; 3]]>,
+    /// What the fields mean and their units (the solver's [`crate::solver::Solver::units`]),
+    /// stored as the `units` field data; empty for none.
+    pub units: &'a str,
 }
 
 /// Write the fields of `step` into `dir` as `<prefix>_<step:08>.vti|.vtu`; returns the file name.
@@ -239,11 +242,22 @@ pub fn active_attributes<'f>(fields: impl Iterator<Item = &'f OutField>) -> Stri
     s
 }
 
-/// The `TimeValue` field data (inline, so readers see it while reading the header).
-pub fn time_field_data(time: f64) -> String {
-    format!(
-        "<FieldData>\n<DataArray type=\"Float64\" Name=\"TimeValue\" NumberOfTuples=\"1\" format=\"ascii\">{time:.17e}</DataArray>\n</FieldData>\n"
-    )
+/// The field data: `TimeValue` and, when there are any, the `units` as a string (inline ASCII,
+/// so readers see them while reading the header; ParaView lists them under Field Data).
+pub fn field_data(frame: &Frame) -> String {
+    let mut s = format!(
+        "<FieldData>\n<DataArray type=\"Float64\" Name=\"TimeValue\" NumberOfTuples=\"1\" format=\"ascii\">{:.17e}</DataArray>\n",
+        frame.time
+    );
+    if !frame.units.is_empty() {
+        // VTK's ASCII string arrays: the bytes as numbers, each string ended by 0.
+        let bytes: Vec<String> = frame.units.bytes().chain([0]).map(|b| b.to_string()).collect();
+        s += &format!(
+            "<DataArray type=\"String\" Name=\"units\" NumberOfTuples=\"1\" format=\"ascii\">{}</DataArray>\n",
+            bytes.join(" ")
+        );
+    }
+    s + "</FieldData>\n"
 }
 
 /// The grid of the corner nodes of a cell grid (1D grids stay 1D).

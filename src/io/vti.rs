@@ -6,7 +6,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use super::output::{Appended, Data, Frame, active_attributes, time_field_data};
+use super::output::{Appended, Data, Frame, active_attributes, field_data};
 use crate::error::{Result, SimError};
 use crate::solver::{Grid, Location, OutField};
 
@@ -33,7 +33,7 @@ fn write_inner(path: &Path, grid: &Grid, fields: &[OutField], frame: &Frame) -> 
     head += &format!(
         "<ImageData WholeExtent=\"0 {ex} 0 {ey} 0 0\" Origin=\"{ox:e} {oy:e} 0\" Spacing=\"{dx:e} {dy:e} 1\">\n"
     );
-    head += &time_field_data(frame.time);
+    head += &field_data(frame);
     head += &format!("<Piece Extent=\"0 {ex} 0 {ey} 0 0\">\n");
     // Point data first, then cell data; the appended block follows the same order.
     let at = |loc| fields.iter().filter(move |f: &&OutField| f.place.loc == loc);

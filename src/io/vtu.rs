@@ -5,7 +5,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use super::output::{Appended, Data, Frame, active_attributes, time_field_data};
+use super::output::{Appended, Data, Frame, active_attributes, field_data};
 use crate::error::{Result, SimError};
 use crate::solver::OutField;
 
@@ -40,7 +40,7 @@ fn write_inner(path: &Path, points: &[[f64; 2]], fields: &[OutField], frame: &Fr
         data.compressor_attribute()
     );
     head += "<UnstructuredGrid>\n";
-    head += &time_field_data(frame.time);
+    head += &field_data(frame);
     head += &format!("<Piece NumberOfPoints=\"{n}\" NumberOfCells=\"{cells}\">\n");
     fn array<'a>(data: &mut Appended<'a>, head: &mut String, d: Data<'a>, name: &str, comps: usize) {
         let offset = data.add(d);

@@ -225,7 +225,8 @@ impl<'a> Driver<'a> {
             Clock::Physical => s.time(),
             Clock::Iterations => s.step() as f64,
         };
-        let frame = Frame { time, compression: self.setup.case.output.compression, triangles: s.surface() };
+        let frame =
+            Frame { time, compression: self.setup.case.output.compression, triangles: s.surface(), units: s.units() };
         let file = output::write(self.setup.out_dir, &self.setup.case.name, s.step(), &s.mesh(), &s.output_fields(), &frame)?;
         self.pvd.add(s.step(), time, file)
     }

@@ -580,6 +580,11 @@ impl<T: Real> Solver for Cavity<T> {
         Mesh::Nodes(self.grid)
     }
 
+    fn units(&self) -> &'static str {
+        "velocity: (u, v, 0) in the units of the lid speed (lid_velocity); p: pressure / density; \
+         vorticity: dv/dx - du/dy; speed: |velocity|; x, y: the unit square (side L = 1)"
+    }
+
     fn output_fields(&self) -> Vec<OutField> {
         self.assert_host_current("output_fields");
         let (u, v, p) = (&self.fields.u, &self.fields.v, &self.fields.p);

@@ -432,6 +432,12 @@ impl Solver for Lskum {
             })
             .as_deref()
     }
+    fn units(&self) -> &'static str {
+        "Mach: local Mach number; velocity: (u, v, 0) in units of the free-stream speed of sound \
+         (free-stream speed = M); rho: density / free-stream density; p: pressure / (free-stream \
+         density x free-stream speed of sound^2), free stream 1/gamma (gamma = 1.4); \
+         Cp: (p - 1/gamma) / (M^2 / 2); point_type: 0 wall, 1 interior, 2 outer; x, y in chords"
+    }
     fn output_fields(&self) -> Vec<OutField> {
         let w = &self.st.prim;
         let col = |f: &dyn Fn(&V4) -> f64| Values::F64(w.iter().map(f).collect());

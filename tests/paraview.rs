@@ -130,6 +130,15 @@ fn checkpoint_sidecars_give_the_hdf5_values_and_the_time() {
     check_sidecars(&runs, "python3", "legacy");
     if let Some(pv) = pvpython() {
         check_sidecars(&runs, pv, "xdmf3");
+        // The group of a run's sidecars opens as a time series of its checkpoints.
+        let script = "import glob, json, sys\nfrom paraview.simple import OpenDataFile\n\
+                      s = OpenDataFile(sorted(glob.glob(sys.argv[1] + '/checkpoint_*.xmf')))\n\
+                      s.UpdatePipelineInformation()\nt = s.TimestepValues\n\
+                      print(json.dumps(list(t) if hasattr(t, '__len__') else [t]))";
+        let got = std::process::Command::new(pv).args(["-c", script, runs[1].to_str().unwrap()]).output().unwrap();
+        let times: Vec<f64> = serde_json::from_str(String::from_utf8_lossy(&got.stdout).lines().last().unwrap()).unwrap();
+        let want: Vec<f64> = checkpoint::list(&runs[1]).iter().map(|(_, p)| checkpoint::read(p).unwrap().0.time).collect();
+        assert_eq!(times, want, "the checkpoint group in ParaView");
     }
     std::fs::remove_dir_all(dir).unwrap();
 }

@@ -131,7 +131,7 @@ fn an_interrupted_run_writes_its_final_frame() {
     assert!(step > 0 && step % 100000 != 0);
     assert!(dir.join("out/h").join(&frame).is_file(), "{frame} written");
     let pvd = std::fs::read_to_string(dir.join("out/h/h.pvd")).unwrap();
-    assert!(pvd.lines().filter(|l| l.contains("<DataSet")).last().unwrap().contains(&frame), "{pvd}");
+    assert!(pvd.lines().rfind(|l| l.contains("<DataSet")).unwrap().contains(&frame), "{pvd}");
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("out/h/summary.json")).unwrap()).unwrap();
     assert_eq!(summary["outputs"], 2, "{summary}");

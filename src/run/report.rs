@@ -122,7 +122,7 @@ pub fn summary_text(v: &serde_json::Value) -> String {
 /// Files of a run from `start` to `last` with output every `n` steps: the initial state, each
 /// multiple of `n`, and the final state when it is not a multiple.
 pub fn output_count(start: u64, last: u64, n: u64) -> u64 {
-    1 + last / n - start / n + u64::from(last % n != 0 && last > start)
+    1 + last / n - start / n + u64::from(!last.is_multiple_of(n) && last > start)
 }
 
 /// `sim check`: what the run would do.

@@ -72,6 +72,9 @@ pub struct OutputControl {
     /// Write a VTK file each time the simulated time crosses a multiple of this.
     #[serde(default)]
     pub every_time: Option<f64>,
+    /// Compression of the VTK files' appended data: none, zlib or lz4.
+    #[serde(default)]
+    pub compression: crate::io::output::Compression,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -140,10 +143,20 @@ impl Case {
         Ok(case)
     }
 
-    /// Read and parse a case file: a regular file of at most [`MAX_CASE_BYTES`] in UTF-8.
+    /// Read and check a case file: a regular file of at most [`MAX_CASE_BYTES`] in UTF-8.
+    /// Relative paths in it (input files such as lskum's cloud, `output.dir`) are taken from
+    /// the case file's folder, so a case runs the same from any working directory.
     pub fn load(path: &Path) -> Result<(Case, String)> {
         let text = read_text_file(path, "case file", MAX_CASE_BYTES)?;
-        let case = Case::parse(&text, &path.display().to_string())?;
+        let mut case = Case::parse(&text, &path.display().to_string())?;
+        let base = path.parent().unwrap_or(Path::new(""));
+        let resolve = |p: &mut PathBuf| {
+            if p.is_relative() {
+                *p = base.join(&*p);
+            }
+        };
+        case.solver.spec_mut().input_paths().into_iter().for_each(resolve);
+        case.output.dir.as_mut().map(resolve);
         Ok((case, text))
     }
 

@@ -234,8 +234,20 @@ pub trait Solver: Send {
         Ok(())
     }
     fn mesh(&self) -> Mesh;
+    /// Triangles over the points of a [`Mesh::Points`] mesh (indices into its points), written
+    /// as the cells of the `.vtu` output so that ParaView can contour the fields; `None`
+    /// writes one vertex per point. The mesh does not change during a run, so a solver may
+    /// compute them once.
+    fn surface(&self) -> Option<&[[u32; 3]]> {
+        None
+    }
     /// Fields for visualisation. Needs a synced host copy.
     fn output_fields(&self) -> Vec<OutField>;
+    /// What the output fields mean and their units, one `name: text` per field; stored in
+    /// the VTK files as the `units` field data.
+    fn units(&self) -> &'static str {
+        ""
+    }
     /// Everything needed to continue the run bit-exactly. Needs a synced host copy.
     fn state(&self) -> Vec<StateArray>;
     /// The names, shapes and precisions of [`Solver::state`], in the same order: a restart

@@ -291,7 +291,7 @@ fn run_writes_profiles_history_and_summary() {
     let vti = std::fs::read(out.join("o_00000300.vti")).unwrap();
     let head = String::from_utf8_lossy(&vti[..vti.len().min(2000)]).to_string();
     for f in
-        [r#"Name="velocity" NumberOfComponents="3""#, r#"Name="pressure""#, r#"Name="vorticity""#, r#"Name="speed""#]
+        [r#"Name="velocity" NumberOfComponents="3""#, r#"Name="p""#, r#"Name="vorticity""#, r#"Name="speed""#]
     {
         assert!(head.contains(f), "{f} missing in the VTK header");
     }

@@ -47,7 +47,7 @@ fn restart_is_bit_exact() {
     let (ma, fa) = checkpoint::read(&a.join("checkpoint_00000006.h5")).unwrap();
     let (mb, fb) = checkpoint::read(&b.join("checkpoint_00000006.h5")).unwrap();
     assert_eq!((ma.step, mb.step), (6, 6));
-    assert_eq!(fa.len(), 6);
+    assert_eq!(fa.len(), 6 + 11, "state and cloud arrays");
     for x in &fa {
         let y = fb.iter().find(|y| y.name == x.name).unwrap();
         let (vx, vy) = (x.values.to_f64(), y.values.to_f64());
@@ -138,7 +138,8 @@ fn vtu_output_reads_back() {
         OutField::new("rho", 1, Location::Node, Values::F64(vec![1.0, 2.0, 3.0])),
         OutField::new("velocity", 3, Location::Node, Values::F64(vec![0.1, 0.2, 0.0, 0.3, 0.4, 0.0, 0.5, 0.6, 0.0])),
     ];
-    sim::io::vtu::write(&path, &pts, &fields).unwrap();
+    let frame = sim::io::output::Frame { time: 0.0, compression: Default::default(), triangles: None, units: "" };
+    sim::io::vtu::write(&path, &pts, &fields, &frame).unwrap();
     let bytes = std::fs::read(&path).unwrap();
     let text = String::from_utf8_lossy(&bytes);
     assert!(text.contains(r#"NumberOfPoints="3" NumberOfCells="3""#));
@@ -181,4 +182,66 @@ fn rdp_counts_only_the_iterations_of_this_process() {
     // One timed iteration in this process, although the run is at iteration 5.
     assert_eq!(b.iterations(), 5);
     assert_eq!(b.rdp(), b.wall_seconds / b.cloud.len() as f64);
+}
+
+/// A case's cloud path is taken from the case file's folder, and a checkpoint holds the cloud:
+/// the run starts from another working directory, and continues from a third one after the
+/// cloud file is gone, reaching the state of an uninterrupted run bit for bit.
+#[test]
+fn restart_needs_neither_the_cloud_file_nor_the_working_directory() {
+    let d = tmp("elsewhere");
+    let case_dir = d.join("case");
+    std::fs::create_dir_all(&case_dir).unwrap();
+    std::fs::copy(format!("{ROOT}/meshes/naca0012_9600_legacy.txt"), case_dir.join("cloud.txt")).unwrap();
+    let text = "name: moved\nsolver:\n  lskum: {cloud: cloud.txt, mach: 0.63, aoa: 2.0}\ntime: {end_step: 4}\n\
+                checkpoint: {every_steps: 2, keep: 5}\n";
+    std::fs::write(case_dir.join("moved.yaml"), text).unwrap();
+    let sim = |cwd: &Path, args: &[&str]| {
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_sim")).current_dir(cwd).args(args).output().unwrap();
+        assert!(o.status.success(), "sim {args:?} in {}: {}", cwd.display(), String::from_utf8_lossy(&o.stderr));
+    };
+    // From the parent folder: cloud.txt is next to the case file, not in the working directory.
+    sim(&d, &["run", "case/moved.yaml", "--quiet", "--steps", "2", "--out", "run"]);
+    sim(&d, &["run", "case/moved.yaml", "--quiet", "--out", "whole"]);
+    std::fs::remove_file(case_dir.join("cloud.txt")).unwrap();
+    let other = d.join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    sim(&other, &["run", "--restart", d.join("run").to_str().unwrap(), "--quiet"]);
+    // With the case file given again (its cloud gone too): only run controls count.
+    sim(&other, &["run", "--restart", d.join("run/checkpoint_00000002.h5").to_str().unwrap(), "../case/moved.yaml", "--quiet", "--out", "../again"]);
+    let (_, a) = checkpoint::read(&d.join("whole/checkpoint_00000004.h5")).unwrap();
+    for run in ["run", "again"] {
+        let (m, b) = checkpoint::read(&d.join(run).join("checkpoint_00000004.h5")).unwrap();
+        assert_eq!(m.step, 4);
+        for x in &a {
+            let y = b.iter().find(|y| y.name == x.name).unwrap();
+            let same = x.values.to_f64().iter().zip(&y.values.to_f64()).all(|(p, q)| p.to_bits() == q.to_bits());
+            assert!(same, "{run}: field {} differs", x.name);
+        }
+    }
+    let _ = std::fs::remove_dir_all(d);
+}
+
+/// A damaged cloud in a checkpoint is an input error naming the dataset, not a panic.
+#[test]
+fn a_damaged_stored_cloud_is_an_input_error() {
+    use sim::real::Values;
+    let d = tmp("badstored");
+    let case = case_file(&d, &format!("{ROOT}/meshes/naca0012_9600_legacy.txt"), "legacy");
+    run(&RunOptions { case: Some(case), out: Some(d.join("a")), quiet: true, ..Default::default() }).unwrap();
+    let (mut meta, mut arrays) = checkpoint::read(&d.join("a/checkpoint_00000006.h5")).unwrap();
+    meta.step = 3;
+    let conn = arrays.iter_mut().find(|a| a.name == "cloud_conn").unwrap();
+    if let Values::F64(v) = &mut conn.values {
+        v[10] = 1e9;
+    }
+    let mesh = sim::solver::Mesh::Points(vec![[0.0, 0.0]]);
+    let bad = d.join("bad/checkpoint_00000003.h5");
+    std::fs::create_dir_all(bad.parent().unwrap()).unwrap();
+    checkpoint::write(&bad, &meta, &arrays, &mesh).unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_sim")).args(["run", "--restart"]).arg(&bad).arg("--quiet").output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("cloud_conn") && err.contains("checkpoint_00000003.h5"), "{err}");
+    let _ = std::fs::remove_dir_all(d);
 }

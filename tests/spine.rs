@@ -115,9 +115,10 @@ fn cell_fields_read_back_with_vtk() {
         OutField::new("u", 1, Location::FaceX, Values::F32(u)),
         OutField::new("H", 1, Location::Node, Values::F64((0..12).map(|k| k as f64).collect())),
     ];
+    let frame = sim::io::output::Frame { time: 0.5, compression: Default::default(), triangles: None, units: "" };
     let file = sim::io::output::file_name("s", 7, &mesh);
     assert_eq!(file, "s_00000007.vti");
-    sim::io::output::write(&dir, &file, &mesh, &fields).unwrap();
+    sim::io::output::write(&dir, &file, &mesh, &fields, &frame).unwrap();
     let script = format!(
         "from vtkmodules.vtkIOXML import vtkXMLImageDataReader\n\
          from vtkmodules.util.numpy_support import vtk_to_numpy\n\

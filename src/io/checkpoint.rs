@@ -600,6 +600,24 @@ impl Opened {
 
     /// [`Opened::check`], then read the solver state, verify the checksum (of everything:
     /// attributes, state and geometry) and compare the geometry with the solver's mesh.
+    /// The datasets of /fields among `names` that the file holds (each checked as by
+    /// [`Opened::read_state`], whose checksum then covers them): the input data some solvers
+    /// are built from on a restart (lskum: its point cloud).
+    pub fn read_named(&self, names: &[&str]) -> Result<Vec<StateArray>> {
+        let g = self.group("fields")?;
+        let mut out = Vec::new();
+        for spec in self.declared("fields", true)?.iter().filter(|s| names.contains(&s.name.as_str())) {
+            let ds = self.checked("fields", &g, spec)?;
+            let err = |e: hdf5::Error| self.bad(format!("cannot read /fields/{} ({e})", spec.name));
+            let values = match spec.dtype {
+                Dtype::F32 => Values::F32(ds.read_raw().map_err(err)?),
+                _ => Values::F64(ds.read_raw().map_err(err)?),
+            };
+            out.push(StateArray { name: spec.name.clone(), shape: spec.shape.clone(), values, place: None });
+        }
+        Ok(out)
+    }
+
     pub fn read_state(self, solver: &dyn Solver) -> Result<Vec<StateArray>> {
         self.check_attributes(solver)?;
         let (fields, geometry) = self.expected(solver)?;
@@ -721,51 +739,53 @@ impl Opened {
                 names.join(", ")
             )));
         }
-        let mut out = Vec::new();
-        for s in expected {
-            let path = format!("/{group}/{}", s.name);
-            let ds = g.dataset(&s.name).map_err(|e| self.bad(format!("{path} is not a dataset ({e})")))?;
-            let dcpl = ds.dcpl().map_err(|e| self.bad(format!("{path}: {e}")))?;
-            match dcpl.get_layout().map_err(|e| self.bad(format!("{path}: {e}")))? {
-                Layout::Contiguous | Layout::Compact => {}
-                Layout::Chunked => {
-                    return Err(self.bad(format!("{path} is chunked; checkpoint datasets are stored contiguous")));
-                }
-                #[allow(unreachable_patterns)]
-                _ => return Err(self.bad(format!("{path} is a virtual dataset; a checkpoint holds its data itself"))),
+        expected.iter().map(|s| self.checked(group, &g, s)).collect()
+    }
+
+    /// Dataset `s` of `/group`, checked (storage, type, shape, stored size) before any of
+    /// its data is read.
+    fn checked(&self, group: &str, g: &hdf5::Group, s: &Spec) -> Result<hdf5::Dataset> {
+        let path = format!("/{group}/{}", s.name);
+        let ds = g.dataset(&s.name).map_err(|e| self.bad(format!("{path} is not a dataset ({e})")))?;
+        let dcpl = ds.dcpl().map_err(|e| self.bad(format!("{path}: {e}")))?;
+        match dcpl.get_layout().map_err(|e| self.bad(format!("{path}: {e}")))? {
+            Layout::Contiguous | Layout::Compact => {}
+            Layout::Chunked => {
+                return Err(self.bad(format!("{path} is chunked; checkpoint datasets are stored contiguous")));
             }
-            let external = dcpl.get_external().map_err(|e| self.bad(format!("{path}: {e}")))?;
-            if let Some(x) = external.first() {
-                return Err(self.bad(format!(
-                    "{path} keeps its data in the external file '{}'; a checkpoint holds its data itself",
-                    x.name
-                )));
-            }
-            let t = ds.dtype().and_then(|t| t.to_descriptor()).map_err(|e| self.bad(format!("{path}: {e}")))?;
-            if Dtype::of(&t) != Some(s.dtype) {
-                let found = Dtype::of(&t).map_or_else(|| t.to_string(), |d| d.name().to_string());
-                let what = if group == "fields" { "the run is" } else { "expected" };
-                return Err(self.bad(format!("dataset {path} is {found}, {what} {}", s.dtype.name())));
-            }
-            let shape = ds.get_shape().map_err(|e| self.bad(format!("{path}: {e}")))?;
-            if shape != s.shape {
-                return Err(self.bad(format!("dataset {path} has shape {shape:?}, the case needs {:?}", s.shape)));
-            }
-            // The shape is the expected one (or, for `read`, the file's own): its byte count
-            // cannot overflow where the caller could hold it.
-            let bytes = s.shape.iter().try_fold(s.dtype.size(), |a, &d| a.checked_mul(d as u64));
-            let stored = ds.storage_size();
-            if bytes != Some(stored) {
-                return Err(self.bad(format!(
-                    "dataset {path} stores {stored} bytes, its shape {:?} of {} needs {}",
-                    s.shape,
-                    s.dtype.name(),
-                    bytes.map_or_else(|| "more than 2^64".into(), |b| b.to_string())
-                )));
-            }
-            out.push(ds);
+            #[allow(unreachable_patterns)]
+            _ => return Err(self.bad(format!("{path} is a virtual dataset; a checkpoint holds its data itself"))),
         }
-        Ok(out)
+        let external = dcpl.get_external().map_err(|e| self.bad(format!("{path}: {e}")))?;
+        if let Some(x) = external.first() {
+            return Err(self.bad(format!(
+                "{path} keeps its data in the external file '{}'; a checkpoint holds its data itself",
+                x.name
+            )));
+        }
+        let t = ds.dtype().and_then(|t| t.to_descriptor()).map_err(|e| self.bad(format!("{path}: {e}")))?;
+        if Dtype::of(&t) != Some(s.dtype) {
+            let found = Dtype::of(&t).map_or_else(|| t.to_string(), |d| d.name().to_string());
+            let what = if group == "fields" { "the run is" } else { "expected" };
+            return Err(self.bad(format!("dataset {path} is {found}, {what} {}", s.dtype.name())));
+        }
+        let shape = ds.get_shape().map_err(|e| self.bad(format!("{path}: {e}")))?;
+        if shape != s.shape {
+            return Err(self.bad(format!("dataset {path} has shape {shape:?}, the case needs {:?}", s.shape)));
+        }
+        // The shape is the expected one (or, for `read`, the file's own): its byte count
+        // cannot overflow where the caller could hold it.
+        let bytes = s.shape.iter().try_fold(s.dtype.size(), |a, &d| a.checked_mul(d as u64));
+        let stored = ds.storage_size();
+        if bytes != Some(stored) {
+            return Err(self.bad(format!(
+                "dataset {path} stores {stored} bytes, its shape {:?} of {} needs {}",
+                s.shape,
+                s.dtype.name(),
+                bytes.map_or_else(|| "more than 2^64".into(), |b| b.to_string())
+            )));
+        }
+        Ok(ds)
     }
 
     /// Check the datasets of /fields and /geometry against `fields` and `geometry` (sorted
@@ -821,15 +841,29 @@ struct NamedArray {
     values: Array,
 }
 
-/// XDMF3 sidecar, so ParaView opens the checkpoint's mesh fields directly. Every array of
+/// XDMF3 sidecar, so ParaView opens the checkpoint's mesh fields directly, with any of its
+/// readers (XDMF Reader, Xdmf3 Reader, Xdmf3 Reader (Top Level Partition)). Every array of
 /// `/fields` is either described or named in a comment that says why it is left out.
+///
+/// The grid sits in a temporal collection of one entry: the Xdmf3 readers take the time only
+/// from a temporal collection, and with a time in every sidecar a group of them opens as a
+/// time series. The time is the simulated time, or the step under pseudo-time (as in the
+/// `.pvd`). Data items state the dimensions of the topology (`1 ny nx` on grids): the legacy
+/// XDMF Reader reads a `ny nx` item on a `1 ny nx` mesh as its first `ny` values only.
 fn xdmf(h5: &Path, meta: &Meta, arrays: &[StateArray], mesh: &Mesh) -> String {
     let file = h5.file_name().and_then(|s| s.to_str()).unwrap_or_default();
+    let pseudo = crate::case::Case::parse(&meta.case_yaml, "")
+        .is_ok_and(|c| c.solver.spec().clock() == crate::solver::Clock::Iterations);
+    let time = if pseudo { meta.step as f64 } else { meta.time };
     let mut s = format!(
-        "<?xml version=\"1.0\" ?>\n<Xdmf Version=\"3.0\">\n<Domain>\n<Grid Name=\"{}\" GridType=\"Uniform\">\n\
-         <Time Value=\"{:.17e}\"/>\n",
-        meta.solver, meta.time
+        "<?xml version=\"1.0\" ?>\n<Xdmf Version=\"3.0\">\n<Domain>\n\
+         <Grid Name=\"{0}\" GridType=\"Collection\" CollectionType=\"Temporal\">\n\
+         <Grid Name=\"{0}\" GridType=\"Uniform\">\n<Time Value=\"{1:.17e}\"/>\n",
+        meta.solver, time
     );
+    if pseudo {
+        s += &format!("<!-- pseudo-time solver: the time is the iteration number {} -->\n", meta.step);
+    }
     s += &topology(mesh, file);
     for a in arrays {
         match attribute(a, mesh, file) {
@@ -837,25 +871,41 @@ fn xdmf(h5: &Path, meta: &Meta, arrays: &[StateArray], mesh: &Mesh) -> String {
             Err(why) => s += &format!("<!-- /fields/{} {:?} is not listed: {why} -->\n", a.name, a.shape),
         }
     }
-    s += "</Grid>\n</Domain>\n</Xdmf>\n";
+    s += "</Grid>\n</Grid>\n</Domain>\n</Xdmf>\n";
     s
+}
+
+/// Dimensions of a mesh field at `loc` as the XDMF topology has them: `1 ny nx` on grids
+/// (`1 1 nx` in 1D), `n` on clouds.
+fn xdmf_dims(mesh: &Mesh, loc: Location) -> Vec<usize> {
+    match (mesh, mesh.dims(loc)) {
+        (Mesh::Points(_), [n, _]) => vec![n],
+        (_, [nx, ny]) => vec![1, ny, nx],
+    }
+}
+
+fn dims_text(d: &[usize]) -> String {
+    d.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(" ")
 }
 
 /// Topology and geometry of `mesh` (grids as 3D co-rectilinear meshes of one layer).
 fn topology(mesh: &Mesh, file: &str) -> String {
-    let grid = |g: &Grid, [nx, ny]: [usize; 2]| {
+    let grid = |g: &Grid, dims: Vec<usize>| {
         format!(
-            "<Topology TopologyType=\"3DCoRectMesh\" Dimensions=\"1 {ny} {nx}\"/>\n\
+            "<Topology TopologyType=\"3DCoRectMesh\" Dimensions=\"{}\"/>\n\
              <Geometry GeometryType=\"ORIGIN_DXDYDZ\">\n\
              <DataItem Format=\"XML\" NumberType=\"Float\" Precision=\"8\" Dimensions=\"3\">0 {:e} {:e}</DataItem>\n\
              <DataItem Format=\"XML\" NumberType=\"Float\" Precision=\"8\" Dimensions=\"3\">1 {:e} {:e}</DataItem>\n\
              </Geometry>\n",
-            g.origin[1], g.origin[0], g.spacing[1], g.spacing[0]
+            dims_text(&dims),
+            g.origin[1],
+            g.origin[0],
+            g.spacing[1],
+            g.spacing[0]
         )
     };
     match mesh {
-        Mesh::Nodes(g) => grid(g, g.n),
-        Mesh::Cells(g) => grid(g, mesh.dims(Location::Node)),
+        Mesh::Nodes(g) | Mesh::Cells(g) => grid(g, xdmf_dims(mesh, Location::Node)),
         Mesh::Points(p) => {
             let n = p.len();
             format!(
@@ -879,24 +929,27 @@ fn attribute(a: &StateArray, mesh: &Mesh, file: &str) -> std::result::Result<Str
         Location::Cell => "Cell",
         Location::FaceX | Location::FaceY => return Err("staggered face values (the .vti output has them averaged to cells)"),
     };
-    let dims = |d: &[usize]| d.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(" ");
+    let shown = dims_text(&xdmf_dims(mesh, loc));
     let precision = a.values.precision().bytes();
-    let data = format!(
-        "<DataItem Format=\"HDF\" NumberType=\"Float\" Precision=\"{precision}\" Dimensions=\"{}\">{file}:/fields/{}</DataItem>\n",
-        dims(&a.shape),
-        a.name
-    );
     let item = if halo == 0 {
-        data
+        format!(
+            "<DataItem Format=\"HDF\" NumberType=\"Float\" Precision=\"{precision}\" Dimensions=\"{shown}\">{file}:/fields/{}</DataItem>\n",
+            a.name
+        )
     } else {
+        // The selection is in the dataset's own rank; the result takes the topology's shape.
         let inner = crate::solver::shape_of(Place { loc, halo: 0 }, mesh);
         let start = vec![halo.to_string(); inner.len()].join(" ");
         let stride = vec!["1"; inner.len()].join(" ");
         format!(
-            "<DataItem ItemType=\"HyperSlab\" Dimensions=\"{0}\" Type=\"HyperSlab\">\n\
-             <DataItem Format=\"XML\" Dimensions=\"3 {1}\">{start} {stride} {0}</DataItem>\n{data}</DataItem>\n",
-            dims(&inner),
-            inner.len()
+            "<DataItem ItemType=\"HyperSlab\" Dimensions=\"{shown}\" Type=\"HyperSlab\">\n\
+             <DataItem Format=\"XML\" Dimensions=\"3 {rank}\">{start} {stride} {count}</DataItem>\n\
+             <DataItem Format=\"HDF\" NumberType=\"Float\" Precision=\"{precision}\" Dimensions=\"{stored}\">{file}:/fields/{name}</DataItem>\n\
+             </DataItem>\n",
+            rank = inner.len(),
+            count = dims_text(&inner),
+            stored = dims_text(&a.shape),
+            name = a.name
         )
     };
     Ok(format!("<Attribute Name=\"{}\" AttributeType=\"Scalar\" Center=\"{center}\">\n{item}</Attribute>\n", a.name))

@@ -1,12 +1,55 @@
 //! One output step: the solver's fields brought onto its mesh as ParaView shows it (halos
 //! stripped, face values averaged to the cells they separate) and written as `.vti` (grids)
-//! or `.vtu` (point clouds).
+//! or `.vtu` (point clouds), raw or block-compressed ([`Compression`]) appended binary data.
 
+use std::io::Write;
 use std::path::Path;
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, SimError};
 use crate::real::{Real, Values};
 use crate::solver::{Grid, Location, Mesh, OutField, Place};
+
+/// Compression of the appended data of VTK files (`output.compression`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Compression {
+    /// Raw binary: the fastest to write and to read.
+    #[default]
+    None,
+    /// zlib blocks (`vtkZLibDataCompressor`).
+    Zlib,
+    /// LZ4 blocks (`vtkLZ4DataCompressor`): faster than zlib, larger files.
+    Lz4,
+}
+
+impl Compression {
+    /// The `compressor` attribute of the VTKFile element.
+    fn compressor(self) -> Option<&'static str> {
+        match self {
+            Compression::None => None,
+            Compression::Zlib => Some("vtkZLibDataCompressor"),
+            Compression::Lz4 => Some("vtkLZ4DataCompressor"),
+        }
+    }
+}
+
+/// What an output file says besides its fields.
+#[derive(Clone, Copy, Debug)]
+pub struct Frame<'a> {
+    /// Simulated time (the iteration number under pseudo-time), stored as the `TimeValue`
+    /// field data so that ParaView has the time even without the `.pvd`.
+    pub time: f64,
+    pub compression: Compression,
+    /// Triangles over the points of a cloud (written as the `.vtu` cells instead of one
+    /// vertex per point).
+    pub triangles: Option<&'a [[u32; 3]]>,
+    /// What the fields mean and their units (the solver's [`crate::solver::Solver::units`]),
+    /// stored as the `units` field data; empty for none.
+    pub units: &'a str,
+}
 
 /// `<prefix>_<step:08>.vti` (grids) or `.vtu` (point clouds).
 pub fn file_name(prefix: &str, step: u64, mesh: &Mesh) -> String {
@@ -16,14 +59,14 @@ pub fn file_name(prefix: &str, step: u64, mesh: &Mesh) -> String {
 
 /// Write the fields as `dir/file` ([`file_name`]), through a temporary name and a rename, so
 /// a full disk or a kill never leaves a truncated file under the final name.
-pub fn write(dir: &Path, file: &str, mesh: &Mesh, fields: &[OutField]) -> Result<()> {
+pub fn write(dir: &Path, file: &str, mesh: &Mesh, fields: &[OutField], frame: &Frame) -> Result<()> {
     let fields: Vec<OutField> = fields.iter().map(|f| on_mesh(f, mesh)).collect();
     let path = dir.join(file);
     let tmp = super::tmp_path(&path);
     let written = match mesh {
-        Mesh::Points(points) => super::vtu::write(&tmp, points, &fields),
-        Mesh::Nodes(g) => super::vti::write(&tmp, g, &fields),
-        Mesh::Cells(g) => super::vti::write(&tmp, &node_grid_of_cells(g), &fields),
+        Mesh::Points(points) => super::vtu::write(&tmp, points, &fields, frame),
+        Mesh::Nodes(g) => super::vti::write(&tmp, g, &fields, frame),
+        Mesh::Cells(g) => super::vti::write(&tmp, &node_grid_of_cells(g), &fields, frame),
     };
     let renamed = written.and_then(|_| {
         std::fs::rename(&tmp, &path).map_err(|e| SimError::Run(format!("cannot write {}: {e}", path.display())))
@@ -32,6 +75,199 @@ pub fn write(dir: &Path, file: &str, mesh: &Mesh, fields: &[OutField]) -> Result
         let _ = std::fs::remove_file(&tmp);
     }
     renamed
+}
+
+// ---- appended data ----
+
+/// One array of the appended data block, borrowed.
+#[derive(Clone, Copy)]
+pub enum Data<'a> {
+    F32(&'a [f32]),
+    F64(&'a [f64]),
+    I64(&'a [i64]),
+    U8(&'a [u8]),
+}
+
+impl<'a> Data<'a> {
+    pub fn of(v: &'a Values) -> Self {
+        match v {
+            Values::F32(v) => Data::F32(v),
+            Values::F64(v) => Data::F64(v),
+        }
+    }
+    pub fn vtk_type(&self) -> &'static str {
+        match self {
+            Data::F32(_) => "Float32",
+            Data::F64(_) => "Float64",
+            Data::I64(_) => "Int64",
+            Data::U8(_) => "UInt8",
+        }
+    }
+    fn elem(&self) -> usize {
+        match self {
+            Data::F32(_) => 4,
+            Data::F64(_) | Data::I64(_) => 8,
+            Data::U8(_) => 1,
+        }
+    }
+    fn len(&self) -> usize {
+        match self {
+            Data::F32(v) => v.len(),
+            Data::F64(v) => v.len(),
+            Data::I64(v) => v.len(),
+            Data::U8(v) => v.len(),
+        }
+    }
+    fn bytes(&self) -> usize {
+        self.len() * self.elem()
+    }
+    /// Little-endian bytes of elements `range`, appended to `out`.
+    fn put(&self, range: std::ops::Range<usize>, out: &mut Vec<u8>) {
+        match self {
+            Data::F32(v) => v[range].iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+            Data::F64(v) => v[range].iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+            Data::I64(v) => v[range].iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+            Data::U8(v) => out.extend_from_slice(&v[range]),
+        }
+    }
+}
+
+/// Uncompressed bytes per compressed block (a multiple of every element size).
+const BLOCK: usize = 1 << 20;
+
+/// The appended data of a VTK XML file: each array's offset is known when it is added, so
+/// the XML header can be written before the data. Raw arrays are streamed at the end;
+/// compressed ones are compressed when added (blocks in parallel) and kept until then.
+pub struct Appended<'a> {
+    compression: Compression,
+    arrays: Vec<(Data<'a>, Option<Vec<u8>>)>,
+    offset: u64,
+}
+
+impl<'a> Appended<'a> {
+    pub fn new(compression: Compression) -> Self {
+        Appended { compression, arrays: Vec::new(), offset: 0 }
+    }
+
+    /// `compressor="..."` for the VTKFile element (empty without compression).
+    pub fn compressor_attribute(&self) -> String {
+        self.compression.compressor().map(|c| format!(r#" compressor="{c}""#)).unwrap_or_default()
+    }
+
+    /// Add an array; returns its offset in the appended block.
+    pub fn add(&mut self, data: Data<'a>) -> u64 {
+        let at = self.offset;
+        let encoded = match self.compression {
+            Compression::None => {
+                self.offset += 8 + data.bytes() as u64;
+                None
+            }
+            c => {
+                let e = compress(data, c);
+                self.offset += e.len() as u64;
+                Some(e)
+            }
+        };
+        self.arrays.push((data, encoded));
+        at
+    }
+
+    /// `<AppendedData encoding="raw">_` and every array, then the closing tags.
+    pub fn write_to(&self, w: &mut impl Write) -> std::io::Result<()> {
+        write!(w, r#"<AppendedData encoding="raw">_"#)?;
+        for (data, encoded) in &self.arrays {
+            match encoded {
+                Some(e) => w.write_all(e)?,
+                None => {
+                    w.write_all(&(data.bytes() as u64).to_le_bytes())?;
+                    let per = BLOCK / data.elem();
+                    let mut buf = Vec::with_capacity(BLOCK);
+                    for start in (0..data.len()).step_by(per) {
+                        buf.clear();
+                        data.put(start..(start + per).min(data.len()), &mut buf);
+                        w.write_all(&buf)?;
+                    }
+                }
+            }
+        }
+        writeln!(w, "\n</AppendedData>\n</VTKFile>")
+    }
+}
+
+/// VTK's compressed-array layout (header type UInt64): number of blocks, uncompressed block
+/// size, uncompressed size of the last block (0 when it is full), the compressed size of
+/// each block, then the compressed blocks.
+fn compress(data: Data, c: Compression) -> Vec<u8> {
+    let (n, elem) = (data.len(), data.elem());
+    let per = BLOCK / elem;
+    let blocks: Vec<Vec<u8>> = (0..n.div_ceil(per))
+        .into_par_iter()
+        .map(|b| {
+            let mut raw = Vec::with_capacity(BLOCK);
+            data.put(b * per..((b + 1) * per).min(n), &mut raw);
+            match c {
+                Compression::Zlib => {
+                    let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+                    z.write_all(&raw).expect("compress to memory");
+                    z.finish().expect("compress to memory")
+                }
+                Compression::Lz4 => lz4_flex::block::compress(&raw),
+                Compression::None => raw,
+            }
+        })
+        .collect();
+    let last = (n * elem) % BLOCK;
+    let mut out = Vec::with_capacity(8 * (3 + blocks.len()) + blocks.iter().map(Vec::len).sum::<usize>());
+    for v in [blocks.len() as u64, BLOCK as u64, last as u64] {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    for b in &blocks {
+        out.extend_from_slice(&(b.len() as u64).to_le_bytes());
+    }
+    for b in &blocks {
+        out.extend_from_slice(b);
+    }
+    out
+}
+
+/// `Scalars="..." Vectors="..."` for a PointData/CellData element: the first scalar and the
+/// first 3-component field, which ParaView colours by and uses for glyphs and streamlines.
+pub fn active_attributes<'f>(fields: impl Iterator<Item = &'f OutField>) -> String {
+    let mut scalars = None;
+    let mut vectors = None;
+    for f in fields {
+        match f.components {
+            1 if scalars.is_none() => scalars = Some(f.name),
+            3 if vectors.is_none() => vectors = Some(f.name),
+            _ => {}
+        }
+    }
+    let mut s = String::new();
+    if let Some(n) = scalars {
+        s += &format!(r#" Scalars="{n}""#);
+    }
+    if let Some(n) = vectors {
+        s += &format!(r#" Vectors="{n}""#);
+    }
+    s
+}
+
+/// The field data: `TimeValue` and, when there are any, the `units` as a string (inline ASCII,
+/// so readers see them while reading the header; ParaView lists them under Field Data).
+pub fn field_data(frame: &Frame) -> String {
+    let mut s = format!(
+        "<FieldData>\n<DataArray type=\"Float64\" Name=\"TimeValue\" NumberOfTuples=\"1\" format=\"ascii\">{:.17e}</DataArray>\n",
+        frame.time
+    );
+    if !frame.units.is_empty() {
+        // VTK's ASCII string arrays: the bytes as numbers, each string ended by 0.
+        let bytes: Vec<String> = frame.units.bytes().chain([0]).map(|b| b.to_string()).collect();
+        s += &format!(
+            "<DataArray type=\"String\" Name=\"units\" NumberOfTuples=\"1\" format=\"ascii\">{}</DataArray>\n",
+            bytes.join(" ")
+        );
+    }
+    s + "</FieldData>\n"
 }
 
 /// The grid of the corner nodes of a cell grid (1D grids stay 1D).

@@ -1,79 +1,69 @@
-//! VTK XML UnstructuredGrid (`.vtu`) writer for point clouds: one vertex cell per point, point
-//! data, raw appended binary data (as [`super::vti`]).
+//! VTK XML UnstructuredGrid (`.vtu`) writer for point clouds: the points with their point
+//! data, and as cells either one vertex per point or triangles over the points (a surface
+//! that ParaView can contour); appended binary data as in [`super::vti`].
 
 use std::io::Write;
 use std::path::Path;
 
+use super::output::{Appended, Data, Frame, active_attributes, field_data};
 use crate::error::{Result, SimError};
-use crate::real::Values;
 use crate::solver::OutField;
 
-/// Write `points` (x, y; z = 0) with one vertex cell each and the node fields.
-pub fn write(path: &Path, points: &[[f64; 2]], fields: &[OutField]) -> Result<()> {
-    write_inner(path, points, fields)
+/// VTK cell types.
+const VTK_VERTEX: u8 = 1;
+const VTK_TRIANGLE: u8 = 5;
+
+/// Write `points` (x, y; z = 0) with the node fields; the cells are `frame.triangles`, or one
+/// vertex per point without them.
+pub fn write(path: &Path, points: &[[f64; 2]], fields: &[OutField], frame: &Frame) -> Result<()> {
+    write_inner(path, points, fields, frame)
         .map_err(|e| SimError::Run(format!("cannot write {}: {e}", path.display())))
 }
 
-fn write_inner(path: &Path, points: &[[f64; 2]], fields: &[OutField]) -> std::io::Result<()> {
+fn write_inner(path: &Path, points: &[[f64; 2]], fields: &[OutField], frame: &Frame) -> std::io::Result<()> {
     let n = points.len();
-    let file = std::fs::File::create(path)?;
-    let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
-    writeln!(w, r#"<?xml version="1.0"?>"#)?;
-    writeln!(w, r#"<VTKFile type="UnstructuredGrid" version="1.0" byte_order="LittleEndian" header_type="UInt64">"#)?;
-    writeln!(w, "<UnstructuredGrid>")?;
-    writeln!(w, r#"<Piece NumberOfPoints="{n}" NumberOfCells="{n}">"#)?;
-    let mut offset = 0u64;
-    let mut array = |w: &mut std::io::BufWriter<std::fs::File>, ty: &str, name: &str, comps: usize, bytes: u64| {
-        let r = writeln!(
-            w,
-            r#"<DataArray type="{ty}" Name="{name}" NumberOfComponents="{comps}" format="appended" offset="{offset}"/>"#
-        );
-        offset += 8 + bytes;
-        r
+    let xyz: Vec<f64> = points.iter().flat_map(|p| [p[0], p[1], 0.0]).collect();
+    let (connectivity, offsets, types): (Vec<i64>, Vec<i64>, Vec<u8>) = match frame.triangles {
+        Some(t) => (
+            t.iter().flat_map(|c| c.map(i64::from)).collect(),
+            (1..=t.len() as i64).map(|k| 3 * k).collect(),
+            vec![VTK_TRIANGLE; t.len()],
+        ),
+        None => ((0..n as i64).collect(), (1..=n as i64).collect(), vec![VTK_VERTEX; n]),
     };
-    writeln!(w, "<PointData>")?;
+    let cells = types.len();
+    let mut data = Appended::new(frame.compression);
+    let mut head = String::new();
+    head += "<?xml version=\"1.0\"?>\n";
+    head += &format!(
+        "<VTKFile type=\"UnstructuredGrid\" version=\"1.0\" byte_order=\"LittleEndian\" header_type=\"UInt64\"{}>\n",
+        data.compressor_attribute()
+    );
+    head += "<UnstructuredGrid>\n";
+    head += &field_data(frame);
+    head += &format!("<Piece NumberOfPoints=\"{n}\" NumberOfCells=\"{cells}\">\n");
+    fn array<'a>(data: &mut Appended<'a>, head: &mut String, d: Data<'a>, name: &str, comps: usize) {
+        let offset = data.add(d);
+        *head += &format!(
+            "<DataArray type=\"{}\" Name=\"{name}\" NumberOfComponents=\"{comps}\" format=\"appended\" offset=\"{offset}\"/>\n",
+            d.vtk_type()
+        );
+    }
+    head += &format!("<PointData{}>\n", active_attributes(fields.iter()));
     for f in fields {
         assert_eq!(f.values.len(), f.components * n, "field {} size", f.name);
-        let ty = match f.values {
-            Values::F32(_) => "Float32",
-            Values::F64(_) => "Float64",
-        };
-        array(&mut w, ty, f.name, f.components, (f.values.len() * f.values.precision().bytes()) as u64)?;
+        array(&mut data, &mut head, Data::of(&f.values), f.name, f.components);
     }
-    writeln!(w, "</PointData>")?;
-    writeln!(w, "<Points>")?;
-    array(&mut w, "Float64", "Points", 3, 24 * n as u64)?;
-    writeln!(w, "</Points>")?;
-    writeln!(w, "<Cells>")?;
-    array(&mut w, "Int64", "connectivity", 1, 8 * n as u64)?;
-    array(&mut w, "Int64", "offsets", 1, 8 * n as u64)?;
-    array(&mut w, "UInt8", "types", 1, n as u64)?;
-    writeln!(w, "</Cells>")?;
-    writeln!(w, "</Piece>\n</UnstructuredGrid>")?;
-    write!(w, r#"<AppendedData encoding="raw">_"#)?;
-    for f in fields {
-        w.write_all(&((f.values.len() * f.values.precision().bytes()) as u64).to_le_bytes())?;
-        match &f.values {
-            Values::F32(v) => v.iter().try_for_each(|x| w.write_all(&x.to_le_bytes()))?,
-            Values::F64(v) => v.iter().try_for_each(|x| w.write_all(&x.to_le_bytes()))?,
-        }
-    }
-    w.write_all(&(24 * n as u64).to_le_bytes())?;
-    for p in points {
-        for c in [p[0], p[1], 0.0] {
-            w.write_all(&c.to_le_bytes())?;
-        }
-    }
-    w.write_all(&(8 * n as u64).to_le_bytes())?;
-    for k in 0..n as i64 {
-        w.write_all(&k.to_le_bytes())?;
-    }
-    w.write_all(&(8 * n as u64).to_le_bytes())?;
-    for k in 1..=n as i64 {
-        w.write_all(&k.to_le_bytes())?;
-    }
-    w.write_all(&(n as u64).to_le_bytes())?;
-    w.write_all(&vec![1u8; n])?; // VTK_VERTEX
-    writeln!(w, "\n</AppendedData>\n</VTKFile>")?;
+    head += "</PointData>\n<Points>\n";
+    array(&mut data, &mut head, Data::F64(&xyz), "Points", 3);
+    head += "</Points>\n<Cells>\n";
+    array(&mut data, &mut head, Data::I64(&connectivity), "connectivity", 1);
+    array(&mut data, &mut head, Data::I64(&offsets), "offsets", 1);
+    array(&mut data, &mut head, Data::U8(&types), "types", 1);
+    head += "</Cells>\n</Piece>\n</UnstructuredGrid>\n";
+    let file = std::fs::File::create(path)?;
+    let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
+    w.write_all(head.as_bytes())?;
+    data.write_to(&mut w)?;
     w.flush()
 }

@@ -12,6 +12,7 @@ use super::report::{self, RunFacts};
 use super::schedule::{Ending, Landing, Schedule, Stop, Trigger, nominal_dt};
 use crate::case::Case;
 use crate::error::{Result, SimError};
+use crate::io::output::{self, Frame};
 use crate::io::{checkpoint, history::History, pvd::Pvd};
 use crate::solver::{Clock, Solver};
 
@@ -32,7 +33,8 @@ pub fn activities(case: &Case) -> Vec<(Activity, Schedule)> {
     let mut checkpoint = Schedule(vec![Trigger::Final, Trigger::Interrupt]);
     checkpoint.0.extend(case.checkpoint.every_steps.map(Trigger::EverySteps));
     let guard = Schedule(vec![Trigger::EverySteps(case.guard.check_every)]).or(&checkpoint);
-    let mut output = Schedule(vec![Trigger::Final]);
+    // Also on Ctrl-C: the state the checkpoint holds is the series' last frame.
+    let mut output = Schedule(vec![Trigger::Final, Trigger::Interrupt]);
     output.0.extend(case.output.every_steps.map(Trigger::EverySteps));
     output.0.extend(case.output.every_time.map(Trigger::EveryTime));
     vec![(Activity::Guard, guard), (Activity::Output, output), (Activity::Checkpoint, checkpoint)]
@@ -221,14 +223,16 @@ impl<'a> Driver<'a> {
     }
 
     fn write_output(&mut self, s: &dyn Solver) -> Result<()> {
-        let file = crate::io::output::file_name(&self.setup.case.name, s.step(), &s.mesh());
-        self.dir.record(&file)?;
-        crate::io::output::write(self.setup.out_dir, &file, &s.mesh(), &s.output_fields())?;
         // ParaView needs a time for every file: under pseudo-time the iteration number.
         let time = match s.clock() {
             Clock::Physical => s.time(),
             Clock::Iterations => s.step() as f64,
         };
+        let frame =
+            Frame { time, compression: self.setup.case.output.compression, triangles: s.surface(), units: s.units() };
+        let file = output::file_name(&self.setup.case.name, s.step(), &s.mesh());
+        self.dir.record(&file)?;
+        output::write(self.setup.out_dir, &file, &s.mesh(), &s.output_fields(), &frame)?;
         self.pvd.add(s.step(), time, file)
     }
 

@@ -33,7 +33,7 @@ pub fn check(opts: &RunOptions) -> Result<String> {
     let dt = spec.nominal_dt();
     stop.check_limits(step, time, dt)?;
     let last = stop.last_step(step, time, dt);
-    Ok(report::check_text(&plan.case, plan.precision, &plan.out_dir, &describe, &stop, last))
+    Ok(report::check_text(&plan.case, plan.precision, &plan.out_dir, &describe, &stop, (step, last)))
 }
 
 /// `sim run`: returns the summary written to summary.json.
@@ -49,7 +49,13 @@ pub fn run(opts: &RunOptions) -> Result<serde_json::Value> {
         .num_threads(threads)
         .build()
         .map_err(|e| SimError::Run(format!("cannot start {threads} threads: {e}")))?;
-    let mut solver = pool.install(|| crate::solvers::build_on(case, plan.precision, &device))?;
+    let mut solver = pool.install(|| match &plan.restart {
+        Some(ck) => {
+            let inputs = ck.read_named(case.solver.spec().restart_inputs())?;
+            crate::solvers::build_for_restart(case, plan.precision, &device, ck.path(), &inputs)
+        }
+        None => crate::solvers::build_on(case, plan.precision, &device),
+    })?;
     let restart = match plan.restart {
         Some(ck) => {
             // Every dataset is checked against the solver's state layout before it is read.

@@ -98,7 +98,10 @@ fn restart_plan(restart: &str, opts: &RunOptions, given: Option<(Case, String)>)
     let (case, case_text) = match given {
         None => (stored, meta.case_yaml.clone()),
         Some((new, text)) => {
-            if new.solver != stored.solver {
+            // As written: the given case's relative paths are resolved against its folder,
+            // the stored case's are not.
+            let written = Case::parse(&text, &opts.case.as_ref().unwrap().display().to_string())?;
+            if written.solver != stored.solver {
                 return input(format!(
                     "case file {}: its solver section differs from the one stored in {}; on restart only \
                      run controls (time, output, checkpoint, guard, threads, backend) may change",

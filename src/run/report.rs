@@ -86,18 +86,27 @@ pub fn summary_text(v: &serde_json::Value) -> String {
     );
     let f = |x: &serde_json::Value| x.as_f64().unwrap_or(0.0);
     let perf = &v["performance"];
+    // Point clouds: RDP (s per iteration and point) rather than a bandwidth, which an
+    // irregular neighbour access does not have.
+    let rate = match v["errors"]["rdp_s"].as_f64() {
+        Some(rdp) => format!("RDP = {rdp:.3e} s, {:.2} Mpoints/s", f(&perf["mcells_per_s"])),
+        None => format!("BW_e = {:.2} GB/s, {:.1} Mcells/s", f(&perf["bw_eff_GBps"]), f(&perf["mcells_per_s"])),
+    };
     s += &format!(
-        "  {} steps in {:.2} s wall ({:.2} s computing): {:.3e} s/step, BW_e = {:.2} GB/s, {:.1} Mcells/s\n",
+        "  {} steps in {:.2} s wall ({:.2} s computing): {:.3e} s/step, {rate}\n",
         v["steps_run"],
         f(&v["wall_time_s"]),
         f(&v["compute_time_s"]),
         f(&perf["time_per_step_s"]),
-        f(&perf["bw_eff_GBps"]),
-        f(&perf["mcells_per_s"]),
     );
     if let Some(e) = v["errors"].as_object() {
+        let number = |x: &serde_json::Value| match (x.as_u64(), x.as_f64()) {
+            (Some(n), _) => Some(n.to_string()),
+            (None, Some(f)) => Some(format!("{f:.3e}")),
+            _ => None,
+        };
         let parts: Vec<String> =
-            e.iter().filter_map(|(k, x)| x.as_f64().map(|f| format!("{k} = {f:.3e}"))).collect();
+            e.iter().filter(|(k, _)| *k != "rdp_s").filter_map(|(k, x)| number(x).map(|t| format!("{k} = {t}"))).collect();
         if !parts.is_empty() {
             let reference = e.get("reference").and_then(|r| r.as_str()).unwrap_or("reference");
             s += &format!("  vs {reference}: {}\n", parts.join(", "));
@@ -110,9 +119,22 @@ pub fn summary_text(v: &serde_json::Value) -> String {
     s
 }
 
-/// `sim check`: what the run would do, from `describe` (the solver's lines) and the step at
-/// which it stops.
-pub fn check_text(case: &Case, precision: Precision, out_dir: &Path, describe: &[String], stop: &Stop, last: u64) -> String {
+/// Files of a run from `start` to `last` with output every `n` steps: the initial state, each
+/// multiple of `n`, and the final state when it is not a multiple.
+pub fn output_count(start: u64, last: u64, n: u64) -> u64 {
+    1 + last / n - start / n + u64::from(!last.is_multiple_of(n) && last > start)
+}
+
+/// `sim check`: what a run from step `start` would do, from `describe` (the solver's lines)
+/// and the step `last` at which it stops.
+pub fn check_text(
+    case: &Case,
+    precision: Precision,
+    out_dir: &Path,
+    describe: &[String],
+    stop: &Stop,
+    (start, last): (u64, u64),
+) -> String {
     let mut t = format!("case {}: solver {}, precision {}\n", case.name, case.solver.kind(), precision.name());
     for line in describe {
         t += &format!("  {line}\n");
@@ -121,7 +143,7 @@ pub fn check_text(case: &Case, precision: Precision, out_dir: &Path, describe: &
     t += &format!("  memory: {:.1} MiB of field storage\n", mem as f64 / (1u64 << 20) as f64);
     t += &format!("  steps: {last} (stop at {})\n", stop.text());
     let outputs = match (case.output.every_steps, case.output.every_time) {
-        (Some(n), _) => format!("every {n} steps (about {} files)", last / n + 2),
+        (Some(n), _) => format!("every {n} steps ({} files)", output_count(start, last, n)),
         (None, Some(t)) => format!("every {t} of simulated time (steps land on each multiple)"),
         (None, None) => "initial and final state".into(),
     };
@@ -136,4 +158,34 @@ pub fn check_text(case: &Case, precision: Precision, out_dir: &Path, describe: &
         t += &format!("  note: {} exists; a fresh run needs --overwrite\n", out_dir.display());
     }
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_count_counts_the_initial_the_multiples_and_the_final_state() {
+        assert_eq!(output_count(0, 20, 10), 3);
+        assert_eq!(output_count(0, 25, 10), 4);
+        assert_eq!(output_count(0, 5, 10), 2);
+        assert_eq!(output_count(0, 0, 10), 1);
+    }
+
+    #[test]
+    fn point_cloud_summaries_give_rdp_and_whole_numbers() {
+        let v = serde_json::json!({
+            "case": "l", "solver": "lskum", "backend": "cpu", "precision": "f64", "threads": 2,
+            "status": "completed", "step": 300, "time": null, "steps_run": 300, "wall_time_s": 3.0,
+            "compute_time_s": 2.9, "outputs": 2, "checkpoint": null,
+            "performance": {"time_per_step_s": 0.01, "bw_eff_GBps": 12.5, "mcells_per_s": 0.96},
+            "errors": {"reference": "none (steady coefficients)", "cl": 0.35, "iterations": 300, "points": 9600, "rdp_s": 1.04e-6},
+        });
+        let text = summary_text(&v);
+        assert!(!text.contains("BW_e") && text.contains("RDP = 1.040e-6 s"), "{text}");
+        assert!(text.contains("iterations = 300") && text.contains("points = 9600") && text.contains("cl = 3.500e-1"), "{text}");
+        let mut grid = v.clone();
+        grid["errors"] = serde_json::json!({"reference": "analytic", "max_error": 1e-3});
+        assert!(summary_text(&grid).contains("BW_e = 12.50 GB/s"), "{}", summary_text(&grid));
+    }
 }

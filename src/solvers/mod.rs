@@ -16,7 +16,7 @@ use crate::case::{Backend, Case};
 use crate::cuda::{Gpu, GpuOptions};
 use crate::error::{Result, input};
 use crate::real::Precision;
-use crate::solver::{Clock, Solver};
+use crate::solver::{Clock, Solver, StateArray};
 
 /// Where a solver's fields live and its kernels run.
 #[derive(Clone)]
@@ -45,6 +45,27 @@ pub trait SolverSpec {
     fn describe(&self) -> Result<Vec<String>>;
     /// The solver at its initial condition, in `precision`, on `device`.
     fn build(&self, precision: Precision, device: &Device) -> Result<Box<dyn Solver>>;
+    /// Datasets of a checkpoint's /fields that [`SolverSpec::build_restart`] builds from.
+    fn restart_inputs(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// The solver that a checkpoint's `arrays` are then restored into. By default
+    /// [`SolverSpec::build`]; a solver whose checkpoints hold its input data (lskum: the point
+    /// cloud) builds from them, so that a checkpoint alone continues a run; its errors name
+    /// the `checkpoint` file.
+    fn build_restart(
+        &self,
+        precision: Precision,
+        device: &Device,
+        _checkpoint: &std::path::Path,
+        _arrays: &[StateArray],
+    ) -> Result<Box<dyn Solver>> {
+        self.build(precision, device)
+    }
+    /// The file paths among the parameters, which a case file's folder resolves when relative.
+    fn input_paths(&mut self) -> Vec<&mut std::path::PathBuf> {
+        Vec::new()
+    }
     /// [`SolverSpec::build`] after [`SolverSpec::validate`] and the memory check (parameters
     /// not from a case file).
     fn validated_build(&self, precision: Precision, device: &Device) -> Result<Box<dyn Solver>> {
@@ -98,6 +119,11 @@ macro_rules! registry {
 
         impl SolverCase {
             pub fn spec(&self) -> &dyn SolverSpec {
+                match self {
+                    $(SolverCase::$variant(p) => p,)+
+                }
+            }
+            pub fn spec_mut(&mut self) -> &mut dyn SolverSpec {
                 match self {
                     $(SolverCase::$variant(p) => p,)+
                 }
@@ -167,6 +193,23 @@ pub fn build_on(case: &Case, precision: Precision, device: &Device) -> Result<Bo
     }
     check_memory(spec.memory_estimate(precision))?;
     spec.build(precision, device)
+}
+
+/// Build the solver of `case` that the checkpoint `arrays` are restored into (see
+/// [`SolverSpec::build_restart`]).
+pub fn build_for_restart(
+    case: &Case,
+    precision: Precision,
+    device: &Device,
+    checkpoint: &std::path::Path,
+    arrays: &[StateArray],
+) -> Result<Box<dyn Solver>> {
+    let spec = case.solver.spec();
+    if matches!(device, Device::Cuda(..)) && !spec.has_cuda() {
+        return input(format!("backend cuda: solver {} has no CUDA kernels yet; use backend: cpu", case.solver.kind()));
+    }
+    check_memory(spec.memory_estimate(precision))?;
+    spec.build_restart(precision, device, checkpoint, arrays)
 }
 
 /// Box a solver built in either precision: `in_precision!(precision, |T| expr)` evaluates

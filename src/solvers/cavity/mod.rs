@@ -621,6 +621,11 @@ impl<T: Real> Solver for Cavity<T> {
         Mesh::Nodes(self.grid)
     }
 
+    fn units(&self) -> &'static str {
+        "velocity: (u, v, 0) in the units of the lid speed (lid_velocity); p: pressure / density; \
+         vorticity: dv/dx - du/dy; speed: |velocity|; x, y: the unit square (side L = 1)"
+    }
+
     fn output_fields(&self) -> Vec<OutField> {
         self.assert_host_current("output_fields");
         let (u, v, p) = (&self.fields.u, &self.fields.v, &self.fields.p);
@@ -633,7 +638,7 @@ impl<T: Real> Solver for Cavity<T> {
         let vort: Vec<T> = self.vorticity().into_iter().map(T::of).collect();
         vec![
             OutField::new("velocity", 3, Location::Node, T::wrap(vel)),
-            OutField::new("pressure", 1, Location::Node, T::wrap(p.to_vec())),
+            OutField::new("p", 1, Location::Node, T::wrap(p.to_vec())),
             OutField::new("vorticity", 1, Location::Node, T::wrap(vort)),
             OutField::new("speed", 1, Location::Node, T::wrap(speed)),
         ]

@@ -432,6 +432,11 @@ impl<T: Real> Solver for Heat<T> {
         Mesh::Nodes(self.grid)
     }
 
+    fn units(&self) -> &'static str {
+        "T: temperature; T_exact: the analytic solution at the same time; x, y and t in the units of \
+         the case (domain, diffusivity)"
+    }
+
     fn output_fields(&self) -> Vec<OutField> {
         let exact: Vec<T> = sample(&self.grid, |x, y| self.exact.value(x, y, self.time));
         vec![

@@ -151,3 +151,118 @@ impl Cloud {
         Ok(())
     }
 }
+
+// ---- the cloud in a checkpoint ----
+
+use crate::real::Values;
+use crate::solver::StateArray;
+
+/// Checkpoint arrays that hold the cloud (all f64; indices 0-based, -1 for none), so that a
+/// checkpoint alone continues a run: the point coordinates, normals and minimum distances,
+/// the flags and boundary links, and the neighbour lists (CSR). The split stencils are
+/// derived from these as on loading a file.
+pub const ARRAYS: [&str; 11] = [
+    "cloud_x",
+    "cloud_y",
+    "cloud_nx",
+    "cloud_ny",
+    "cloud_min_dist",
+    "cloud_flag",
+    "cloud_shape",
+    "cloud_left",
+    "cloud_right",
+    "cloud_conn_start",
+    "cloud_conn",
+];
+
+impl Cloud {
+    /// The cloud as checkpoint arrays (see [`ARRAYS`]).
+    pub fn to_arrays(&self) -> Vec<StateArray> {
+        let f = |v: &[f64]| v.to_vec();
+        let idx = |v: &[u32]| v.iter().map(|&k| if k == NONE { -1.0 } else { k as f64 }).collect();
+        let values: [Vec<f64>; 11] = [
+            f(&self.x),
+            f(&self.y),
+            f(&self.nx),
+            f(&self.ny),
+            f(&self.min_dist),
+            self.flag.iter().map(|&k| k as f64).collect(),
+            idx(&self.shape),
+            idx(&self.left),
+            idx(&self.right),
+            idx(&self.conn.start),
+            idx(&self.conn.idx),
+        ];
+        ARRAYS.iter().zip(values).map(|(name, v)| StateArray::other(name, Values::F64(v))).collect()
+    }
+
+    /// Whether `arrays` hold a cloud (checkpoints written before clouds were stored do not).
+    pub fn in_arrays(arrays: &[StateArray]) -> bool {
+        arrays.iter().any(|a| a.name == ARRAYS[0])
+    }
+
+    /// The cloud stored by [`Cloud::to_arrays`], checked as thoroughly as a cloud file: an
+    /// error names the dataset or the point.
+    pub fn from_arrays(arrays: &[StateArray]) -> Result<Cloud> {
+        let get = |name: &str| -> Result<Vec<f64>> {
+            let a = arrays.iter().find(|a| a.name == name);
+            match a.map(|a| &a.values) {
+                Some(Values::F64(v)) if a.unwrap().shape.len() == 1 => Ok(v.clone()),
+                Some(_) => input(format!("dataset /fields/{name} is not a one-dimensional f64 array")),
+                None => input(format!("missing dataset /fields/{name}")),
+            }
+        };
+        let x = get(ARRAYS[0])?;
+        let n = x.len();
+        if n == 0 || n >= NONE as usize {
+            return input(format!("dataset /fields/{}: {n} points", ARRAYS[0]));
+        }
+        // Integer arrays: whole numbers in [lo, hi), or -1 (none) where allowed.
+        let ints = |name: &str, len: usize, hi: usize, none: bool| -> Result<Vec<u32>> {
+            let v = get(name)?;
+            if v.len() != len {
+                return input(format!("dataset /fields/{name} has {} values, expected {len}", v.len()));
+            }
+            v.iter()
+                .enumerate()
+                .map(|(k, &d)| {
+                    if none && d == -1.0 {
+                        Ok(NONE)
+                    } else if d.fract() == 0.0 && d >= 0.0 && d < hi as f64 {
+                        Ok(d as u32)
+                    } else {
+                        input(format!("dataset /fields/{name}: value {d} at {k} is not an index below {hi}"))
+                    }
+                })
+                .collect()
+        };
+        let reals = |name: &str| -> Result<Vec<f64>> {
+            let v = get(name)?;
+            if v.len() != n || !v.iter().all(|d| d.is_finite()) {
+                return input(format!("dataset /fields/{name} must hold {n} finite values"));
+            }
+            Ok(v)
+        };
+        let start = ints(ARRAYS[9], n + 1, u32::MAX as usize, false)?;
+        let links = get(ARRAYS[10])?.len();
+        if start[0] != 0 || start.windows(2).any(|w| w[0] > w[1]) || start[n] as usize != links {
+            return input(format!("dataset /fields/{} is not a valid list of offsets", ARRAYS[9]));
+        }
+        let mut c = Cloud {
+            x: reals(ARRAYS[0])?,
+            y: reals(ARRAYS[1])?,
+            nx: reals(ARRAYS[2])?,
+            ny: reals(ARRAYS[3])?,
+            min_dist: reals(ARRAYS[4])?,
+            flag: ints(ARRAYS[5], n, 3, false)?.into_iter().map(|k| k as u8).collect(),
+            shape: ints(ARRAYS[6], n, u32::MAX as usize, true)?,
+            left: ints(ARRAYS[7], n, n, true)?,
+            right: ints(ARRAYS[8], n, n, true)?,
+            conn: Csr { start, idx: ints(ARRAYS[10], links, n, false)? },
+            ..Default::default()
+        };
+        c.build_stencils();
+        c.check_stencils(&|i| format!("point cloud stored in the checkpoint: point {}", i + 1))?;
+        Ok(c)
+    }
+}

@@ -13,15 +13,21 @@
 //! * [`crate::mesh`]: cloud files ([`crate::mesh::cloud_file`]) and the `sim mesh naca0012`
 //!   generators.
 //!
-//! Run outputs: `<name>_<step>.vtu` point clouds (rho, velocity, p, Mach, Cp, flag),
+//! Run outputs: `<name>_<step>.vtu` point clouds (Mach, velocity, rho, p, Cp, point_type) with
+//! triangles over the points ([`surface`]) as cells,
 //! `history.csv` (residue = log10 of the density residual relative to iteration 2, cl, cd, cm),
 //! `wall_cp.csv` (point, x, y, cp, minus_cp of the wall points), and in `summary.json` under
 //! `errors` the final coefficients, residue and RDP (`rdp_s` = iteration seconds / (iterations
-//! x points)). Checkpoints hold rho, u, v, p per point and the residual reference.
+//! x points)). Checkpoints hold rho, u, v, p per point, the residual reference and the cloud
+//! itself (so a checkpoint alone continues a run).
+//!
+//! Scaling: free-stream density 1, free-stream pressure 1/gamma, so the free-stream speed of
+//! sound is 1 and velocities are in units of it (the free-stream speed is the Mach number).
 
 pub mod cloud;
 pub mod kernels;
 pub mod scheme;
+pub mod surface;
 
 use std::path::PathBuf;
 
@@ -84,7 +90,7 @@ pub enum ForceSet {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LskumParams {
-    /// Point-cloud file (relative paths are taken from the working directory).
+    /// Point-cloud file (a relative path is taken from the case file's folder).
     pub cloud: PathBuf,
     #[serde(default)]
     pub format: CloudFormat,
@@ -174,6 +180,8 @@ impl LskumParams {
 pub struct Lskum {
     pub params: LskumParams,
     pub cloud: Cloud,
+    /// Triangles over the cloud for the `.vtu` output, made at the first output.
+    surface: std::sync::OnceLock<Option<Vec<[u32; 3]>>>,
     set: Settings,
     st: State,
     step: u64,
@@ -202,6 +210,7 @@ impl Lskum {
         Lskum {
             params: p.clone(),
             cloud,
+            surface: std::sync::OnceLock::new(),
             set,
             st,
             step: 0,
@@ -276,10 +285,31 @@ impl Lskum {
 // ---- driver interface ----
 
 use crate::real::{Precision, Values};
-use crate::solver::{ArraySpec, Clock, Location, Mesh, NonFinite, OutField, Place, Solver, StateArray, take_array};
+use crate::solver::{Clock, Location, Mesh, NonFinite, OutField, Place, Solver, StateArray, take_array};
 use crate::solvers::{Device, Registered, SolverSpec};
 
 impl SolverSpec for LskumParams {
+    fn input_paths(&mut self) -> Vec<&mut PathBuf> {
+        vec![&mut self.cloud]
+    }
+    /// From the cloud the checkpoint holds, not the file (which may have moved or changed).
+    fn restart_inputs(&self) -> &'static [&'static str] {
+        &cloud::ARRAYS
+    }
+    fn build_restart(
+        &self,
+        precision: Precision,
+        device: &Device,
+        checkpoint: &std::path::Path,
+        arrays: &[StateArray],
+    ) -> Result<Box<dyn Solver>> {
+        if precision != Precision::F64 || !Cloud::in_arrays(arrays) {
+            return self.build(precision, device);
+        }
+        let cloud = Cloud::from_arrays(arrays)
+            .map_err(|e| crate::error::SimError::Input(format!("checkpoint {}: {e}", checkpoint.display())))?;
+        Ok(Box::new(Lskum::with_cloud(self, cloud)))
+    }
     fn validate(&self) -> Result<()> {
         let key = "solver.lskum";
         if !(self.mach.is_finite() && self.mach > 0.0 && self.mach < 10.0) {
@@ -397,18 +427,40 @@ impl Solver for Lskum {
     fn mesh(&self) -> Mesh {
         Mesh::Points(self.cloud.x.iter().zip(&self.cloud.y).map(|(&x, &y)| [x, y]).collect())
     }
+    fn surface(&self) -> Option<&[[u32; 3]]> {
+        self.surface
+            .get_or_init(|| {
+                surface::triangulate(&self.cloud)
+                    .inspect_err(|why| eprintln!("note: no triangles in the .vtu output ({why}); it shows the points only"))
+                    .ok()
+            })
+            .as_deref()
+    }
+    fn units(&self) -> &'static str {
+        "Mach: local Mach number; velocity: (u, v, 0) in units of the free-stream speed of sound \
+         (free-stream speed = M); rho: density / free-stream density; p: pressure / (free-stream \
+         density x free-stream speed of sound^2), free stream 1/gamma (gamma = 1.4); \
+         Cp: (p - 1/gamma) / (M^2 / 2); point_type: 0 wall, 1 interior, 2 outer; x, y in chords"
+    }
     fn output_fields(&self) -> Vec<OutField> {
         let w = &self.st.prim;
         let col = |f: &dyn Fn(&V4) -> f64| Values::F64(w.iter().map(f).collect());
         let p_inf = 1.0 / kernels::GAMMA;
         let mach = self.params.mach;
+        // The first scalar (Mach) and vector are the files' active ones (README "Output").
         vec![
-            OutField::new("rho", 1, Location::Node, col(&|s| s[0])),
-            OutField::new("velocity", 3, Location::Node, Values::F64(w.iter().flat_map(|s| [s[1], s[2], 0.0]).collect())),
-            OutField::new("p", 1, Location::Node, col(&|s| s[3])),
             OutField::new("Mach", 1, Location::Node, col(&|s| kernels::mach_number(*s))),
+            OutField::new("velocity", 3, Location::Node, Values::F64(w.iter().flat_map(|s| [s[1], s[2], 0.0]).collect())),
+            OutField::new("rho", 1, Location::Node, col(&|s| s[0])),
+            OutField::new("p", 1, Location::Node, col(&|s| s[3])),
             OutField::new("Cp", 1, Location::Node, col(&|s| kernels::cp(s[3], p_inf, 1.0, mach))),
-            OutField::new("flag", 1, Location::Node, Values::F64(self.cloud.flag.iter().map(|&f| f as f64).collect())),
+            // 0 wall, 1 interior, 2 outer (flag_1 of the cloud file)
+            OutField::new(
+                "point_type",
+                1,
+                Location::Node,
+                Values::F64(self.cloud.flag.iter().map(|&f| f as f64).collect()),
+            ),
         ]
     }
     fn state(&self) -> Vec<StateArray> {
@@ -423,13 +475,7 @@ impl Solver for Lskum {
             .collect();
         v.push(StateArray::other("residual_ref", Values::F64(vec![self.res_ref])));
         v.push(StateArray::other("residual_last", Values::F64(vec![self.res_last])));
-        v
-    }
-    fn state_layout(&self) -> Vec<ArraySpec> {
-        let n = self.cloud.len();
-        let mut v: Vec<ArraySpec> = COMPONENTS.iter().map(|name| ArraySpec::other(name, n, Precision::F64)).collect();
-        v.push(ArraySpec::other("residual_ref", 1, Precision::F64));
-        v.push(ArraySpec::other("residual_last", 1, Precision::F64));
+        v.extend(self.cloud.to_arrays());
         v
     }
     fn restore(&mut self, step: u64, _time: f64, mut arrays: Vec<StateArray>) -> Result<()> {
@@ -462,12 +508,12 @@ impl Solver for Lskum {
     fn report(&self) -> serde_json::Map<String, serde_json::Value> {
         let (cl, cd, cm) = self.coefficients();
         let mut m = serde_json::Map::new();
-        m.insert("reference".into(), "none (steady coefficients; see spec lskum.md 11)".into());
+        m.insert("reference".into(), "none (steady coefficients)".into());
         m.insert("cl".into(), cl.into());
         m.insert("cd".into(), cd.into());
         m.insert("cm".into(), cm.into());
         m.insert("force_points".into(), format!("{:?}", self.params.forces).to_lowercase().into());
-        // the other convention, for comparisons with the reference codes (spec 10.2)
+        // the other convention, for comparisons with the reference codes
         let other = match self.params.forces {
             ForceSet::Wall => ("shape", ForcePoints::Shape),
             ForceSet::Shape => ("wall", ForcePoints::Wall),

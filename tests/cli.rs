@@ -185,21 +185,9 @@ fn ctrl_c_checkpoints_and_the_run_can_continue() {
     let dir = scratch("ctrlc");
     let case = "name: h\nsolver:\n  heat2d: {n: 257, r: 0.2}\ntime: {end_step: 100000000}\n";
     write(&dir, "long.yaml", case);
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_sim"))
-        .current_dir(&dir)
-        .args(["run", "long.yaml", "--quiet"])
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Wait until the run has started stepping (initial output written).
-    let t0 = std::time::Instant::now();
-    while !dir.join("out/h/history.csv").exists() && t0.elapsed().as_secs() < 30 {
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    let killed = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
-    assert!(killed.success());
-    let o = child.wait_with_output().unwrap();
+    // Once the run has started stepping (initial output written).
+    let run = Background::start(&dir, "long.yaml", |d| d.join("out/h/history.csv").exists());
+    let o = run.signal("-INT");
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(130), "{err}");
     assert!(err.contains("interrupted by SIGINT (Ctrl-C) at step") && err.contains("out/h/checkpoint_"), "{err}");

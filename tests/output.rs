@@ -112,19 +112,8 @@ fn an_interrupted_run_writes_its_final_frame() {
     let dir = scratch("output_interrupt");
     let case = "name: h\nsolver:\n  heat2d: {n: 129, r: 0.2}\ntime: {end_step: 100000000}\noutput: {every_steps: 100000}\n";
     write(&dir, "long.yaml", case);
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_sim"))
-        .current_dir(&dir)
-        .args(["run", "long.yaml", "--quiet"])
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let t0 = std::time::Instant::now();
-    while !dir.join("out/h/history.csv").exists() && t0.elapsed().as_secs() < 30 {
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    assert!(std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
-    let o = child.wait_with_output().unwrap();
+    let run = Background::start(&dir, "long.yaml", |d| d.join("out/h/history.csv").exists());
+    let o = run.signal("-INT");
     assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
     let (step, _) = sim::io::checkpoint::list(&dir.join("out/h")).pop().expect("checkpoint written");
     let frame = format!("h_{step:08}.vti");

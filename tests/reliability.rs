@@ -5,7 +5,6 @@
 mod common;
 use common::*;
 
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const GOOD: &str = "name: h\nsolver:\n  heat2d: {n: 17, r: 0.2}\ntime: {end_step: 20}\n";
@@ -62,47 +61,10 @@ fn overwrite_removes_only_what_earlier_runs_wrote() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
-/// A `sim` child that is killed if the test panics before it ends.
-struct Run(Option<std::process::Child>);
-
-impl Run {
-    fn id(&self) -> u32 {
-        self.0.as_ref().unwrap().id()
-    }
-    fn wait(mut self) -> std::process::Output {
-        self.0.take().unwrap().wait_with_output().unwrap()
-    }
-}
-
-impl Drop for Run {
-    fn drop(&mut self) {
-        if let Some(child) = &mut self.0 {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
 /// A long heat run in the background, once it has written a checkpoint.
-fn start_long_run(dir: &std::path::Path) -> Run {
+fn start_long_run(dir: &std::path::Path) -> Background {
     write(dir, "long.yaml", "name: h\nsolver:\n  heat2d: {n: 257, r: 0.2}\ntime: {end_step: 100000000}\nguard: {check_every: 10}\ncheckpoint: {every_steps: 500, keep: 1000}\n");
-    let child = Command::new(env!("CARGO_BIN_EXE_sim"))
-        .current_dir(dir)
-        .args(["run", "long.yaml", "--quiet"])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let child = Run(Some(child));
-    let t0 = Instant::now();
-    while sim::io::checkpoint::list(&dir.join("out/h")).is_empty() && t0.elapsed() < Duration::from_secs(30) {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    std::thread::sleep(Duration::from_millis(200));
-    child
-}
-
-fn signal(child: &Run, sig: &str) {
-    assert!(Command::new("kill").args([sig, &child.id().to_string()]).status().unwrap().success());
+    Background::start(dir, "long.yaml", |d| !sim::io::checkpoint::list(&d.join("out/h")).is_empty())
 }
 
 #[test]
@@ -117,8 +79,7 @@ fn a_second_process_is_kept_out_and_sigterm_checkpoints() {
     exit2(&sim(&dir, &["run", "--restart", "out/h"]), &["in use by another sim run", &pid]);
     assert_eq!(std::fs::read_to_string(dir.join("out/h/.sim-lock")).unwrap(), lock_before);
     // SIGTERM, as a batch scheduler sends before it kills a job: checkpoint, exit 128 + 15.
-    signal(&child, "-TERM");
-    let o = child.wait();
+    let o = child.signal("-TERM");
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(143), "{err}");
     assert!(err.contains("interrupted by SIGTERM") && err.contains("--restart"), "{err}");
@@ -130,8 +91,7 @@ fn a_second_process_is_kept_out_and_sigterm_checkpoints() {
 fn sighup_checkpoints_and_a_restart_cleans_what_a_kill_left() {
     let dir = scratch("rel_hup");
     let child = start_long_run(&dir);
-    signal(&child, "-HUP");
-    let o = child.wait();
+    let o = child.signal("-HUP");
     assert_eq!(o.status.code(), Some(129), "{}", stderr(&o));
     let out = dir.join("out/h");
     let (step, _) = sim::io::checkpoint::list(&out).pop().unwrap();

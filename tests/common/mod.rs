@@ -66,3 +66,45 @@ pub fn noise<T: sim::real::Real>(n: usize, seed: u64) -> Vec<T> {
         })
         .collect()
 }
+
+/// `sim run CASE --quiet` in the background in `dir`, started once `ready(dir)` holds (at
+/// most 30 s); killed if the test ends before it does.
+pub struct Background(Option<std::process::Child>);
+
+impl Background {
+    pub fn start(dir: &Path, case: &str, ready: impl Fn(&Path) -> bool) -> Background {
+        let child = Command::new(env!("CARGO_BIN_EXE_sim"))
+            .current_dir(dir)
+            .args(["run", case, "--quiet"])
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let run = Background(Some(child));
+        let t0 = std::time::Instant::now();
+        while !ready(dir) && t0.elapsed() < std::time::Duration::from_secs(30) {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        run
+    }
+
+    pub fn id(&self) -> u32 {
+        self.0.as_ref().unwrap().id()
+    }
+
+    /// Send `signal` (`-INT`, `-TERM`, ...) and wait for the exit.
+    pub fn signal(mut self, signal: &str) -> Output {
+        let sent = Command::new("kill").args([signal, &self.id().to_string()]).status().unwrap();
+        assert!(sent.success());
+        self.0.take().unwrap().wait_with_output().unwrap()
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}

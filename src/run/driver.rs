@@ -112,11 +112,7 @@ impl<'a> Driver<'a> {
             return self.guard(s);
         }
         self.pvd.save()?;
-        let at = match s.clock() {
-            Clock::Physical => format!(" (t = {:.6e})", s.time()),
-            Clock::Iterations => String::new(),
-        };
-        self.progress.log(&format!("restarting from step {}{at}", s.step()));
+        self.progress.log(&format!("restarting from step {}{}", s.step(), report::time_text(s)));
         Ok(())
     }
 

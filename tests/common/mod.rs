@@ -108,3 +108,14 @@ impl Drop for Background {
         }
     }
 }
+
+/// Whether python3 imports `modules` (the tests' independent readers); CI must have them
+/// (scripts/requirements-test.txt), elsewhere the caller skips with a note.
+pub fn python_has(modules: &str) -> bool {
+    let found = Command::new("python3").args(["-c", &format!("import {modules}")]).output().is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(std::env::var_os("CI").is_none(), "CI lacks {modules}: pip install -r scripts/requirements-test.txt");
+        eprintln!("note: python3 cannot import {modules}; test skipped");
+    }
+    found
+}

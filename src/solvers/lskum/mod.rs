@@ -548,10 +548,21 @@ impl Solver for Lskum {
 
 /// Rough bytes of storage for a cloud file (about one point per line), for `sim check`.
 pub fn memory_estimate(p: &LskumParams) -> usize {
-    // Only regular files (the reader refuses anything else with a clear message).
+    use std::io::BufRead;
+    // Only regular files (the reader refuses anything else with a clear message), counted
+    // in chunks rather than held in memory.
     let regular = std::fs::metadata(&p.cloud).is_ok_and(|m| m.is_file());
-    let text = if regular { std::fs::read(&p.cloud).unwrap_or_default() } else { Vec::new() };
-    let lines = text.iter().filter(|&&c| c == b'\n').count();
+    let mut lines = 0;
+    if regular && let Ok(f) = std::fs::File::open(&p.cloud) {
+        let mut r = std::io::BufReader::with_capacity(1 << 20, f);
+        while let Ok(chunk) = r.fill_buf()
+            && !chunk.is_empty()
+        {
+            lines += chunk.iter().filter(|&&c| c == b'\n').count();
+            let n = chunk.len();
+            r.consume(n);
+        }
+    }
     // 11 four-component arrays + 2 scalars of state, 5 of geometry, ~16 links in 5 CSR lists
     lines * (11 * 32 + 2 * 8 + 5 * 8 + 16 * 4 * 2 + 5 * 4)
 }

@@ -7,6 +7,7 @@
 pub mod cavity;
 pub mod heat;
 pub mod lskum;
+pub mod shallow_water;
 
 use std::sync::Arc;
 

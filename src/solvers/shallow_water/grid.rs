@@ -1,0 +1,157 @@
+//! What every shallow-water scheme shares: the physical parameters, the boundary sides, and
+//! the row-major arrays with ghost layers that hold the fields.
+
+use crate::real::Real;
+use crate::solver::{Location, Place};
+
+/// One side of the domain.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Side {
+    /// Closed: no normal flow, free slip.
+    Wall,
+    /// Periodic with the opposite side (both sides of an axis must say so).
+    Periodic,
+    /// Open through a sponge of `cells` interior cells next to the side, relaxed towards the
+    /// initial state after every step (finite difference) or stage (finite volume).
+    Sponge { cells: usize, kind: SpongeKind },
+}
+
+/// How a sponge relaxes towards the exterior state (spec §7.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpongeKind {
+    /// Flow relaxation: `q <- (1 - a_j) q + a_j q_ext`, `a_j = 1 - tanh((j - 1) / 2)`.
+    Relaxation,
+    /// Linear interpolation between the exterior value and the first row inside the sponge.
+    Linear,
+}
+
+/// The four sides, in GPU Ocean's order north, east, south, west.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Sides {
+    pub north: Side,
+    pub east: Side,
+    pub south: Side,
+    pub west: Side,
+}
+
+impl Sides {
+    pub const WALLS: Sides = Sides { north: Side::Wall, east: Side::Wall, south: Side::Wall, west: Side::Wall };
+
+    /// Periodic along x (east-west).
+    pub fn periodic_x(&self) -> bool {
+        self.east == Side::Periodic
+    }
+    /// Periodic along y (north-south).
+    pub fn periodic_y(&self) -> bool {
+        self.north == Side::Periodic
+    }
+}
+
+/// Everything a scheme needs besides the fields, in f64 (schemes round to `T` once).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Physics {
+    /// Interior cells.
+    pub nx: usize,
+    pub ny: usize,
+    pub dx: f64,
+    pub dy: f64,
+    /// Gravitational acceleration.
+    pub g: f64,
+    /// Coriolis `f(y) = f0 + beta y`, `y` measured from the south face of the first interior
+    /// row (spec §1).
+    pub f0: f64,
+    pub beta: f64,
+    /// Linear bottom drag `r` (m/s).
+    pub friction: f64,
+    /// Horizontal eddy viscosity `A` (m²/s), CTCS only.
+    pub viscosity: f64,
+    /// Constant kinematic wind stress `(X, Y)` (m²/s²).
+    pub wind: [f64; 2],
+    /// Minmod parameter of the finite-volume reconstructions.
+    pub theta: f64,
+    /// Reproduce GPU Ocean's published arrays (spec §13) instead of the physically clean
+    /// variants.
+    pub gpu_ocean_compat: bool,
+    pub sides: Sides,
+}
+
+impl Physics {
+    /// Coriolis parameter at `y` metres north of the interior's south face.
+    #[inline]
+    pub fn coriolis(&self, y: f64) -> f64 {
+        self.f0 + self.beta * y
+    }
+}
+
+/// A row-major array with its ghost layers: `width` values per row, `height` rows, row 0 the
+/// southernmost (spec §2: index 0 is the outermost ghost).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Field<T> {
+    pub width: usize,
+    pub height: usize,
+    pub v: Vec<T>,
+}
+
+impl<T: Real> Field<T> {
+    pub fn zeros(width: usize, height: usize) -> Self {
+        Field { width, height, v: vec![T::zero(); width * height] }
+    }
+
+    /// The array of `place` on the cell grid of `p`, filled by `f(x, y, i, j)`: the position in
+    /// metres from the interior's south-west corner and the index (0 = first interior entry,
+    /// negative in the ghosts). Evaluated in f64 and rounded once.
+    pub fn sample(p: &Physics, place: Place, f: impl Fn(At) -> f64) -> Self {
+        let [w, h] = stored_dims(p, place);
+        let halo = place.halo as isize;
+        let (ox, oy) = match place.loc {
+            Location::Cell => (0.5, 0.5),
+            Location::Node => (0.0, 0.0),
+            Location::FaceX => (0.0, 0.5),
+            Location::FaceY => (0.5, 0.0),
+        };
+        let mut field = Field::zeros(w, h);
+        for l in 0..h {
+            for k in 0..w {
+                let (i, j) = (k as isize - halo, l as isize - halo);
+                let at = At { x: (i as f64 + ox) * p.dx, y: (j as f64 + oy) * p.dy, i, j };
+                field.v[l * w + k] = T::of(f(at));
+            }
+        }
+        field
+    }
+
+    #[inline(always)]
+    pub fn at(&self, l: usize, k: usize) -> T {
+        self.v[l * self.width + k]
+    }
+    #[inline(always)]
+    pub fn set(&mut self, l: usize, k: usize, x: T) {
+        self.v[l * self.width + k] = x;
+    }
+    pub fn row(&self, l: usize) -> &[T] {
+        &self.v[l * self.width..(l + 1) * self.width]
+    }
+    pub fn row_mut(&mut self, l: usize) -> &mut [T] {
+        &mut self.v[l * self.width..(l + 1) * self.width]
+    }
+}
+
+/// Where a sample is taken (see [`Field::sample`]).
+#[derive(Clone, Copy, Debug)]
+pub struct At {
+    pub x: f64,
+    pub y: f64,
+    pub i: isize,
+    pub j: isize,
+}
+
+/// `[width, height]` of the array stored at `place` on the `nx x ny` cell grid of `p`.
+pub fn stored_dims(p: &Physics, place: Place) -> [usize; 2] {
+    let (ex, ey) = match place.loc {
+        Location::Cell => (0, 0),
+        Location::Node => (1, 1),
+        Location::FaceX => (1, 0),
+        Location::FaceY => (0, 1),
+    };
+    [p.nx + ex + 2 * place.halo, p.ny + ey + 2 * place.halo]
+}

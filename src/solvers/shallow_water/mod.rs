@@ -1,0 +1,14 @@
+//! Rotating shallow-water equations on a rectangular grid: GPU Ocean's four schemes (FBL,
+//! CTCS, CDKLM16, KP07), spec `shallow_water.md`.
+
+pub mod cdklm16;
+pub mod ctcs;
+pub mod fbl;
+pub mod grid;
+pub mod init;
+pub mod kp07;
+pub mod scheme;
+pub mod sponge;
+
+#[cfg(test)]
+mod reference;

@@ -1,0 +1,44 @@
+//! The interface between the shallow-water solver and its four schemes.
+
+use crate::real::Real;
+use crate::solver::Place;
+
+use super::grid::{At, Field};
+
+/// The initial state as functions of position (see [`Field::sample`]): surface elevation η,
+/// transports hu, hv, and the equilibrium depth H (positive down). A scheme samples each at
+/// the places its grid stores them (FBL/CTCS: η, H at cell centres, hu on x-faces, hv on
+/// y-faces; CDKLM16/KP07: η, hu, hv at cell centres, H at cell corners).
+pub struct Initial<'a> {
+    pub eta: &'a (dyn Fn(At) -> f64 + Sync),
+    pub hu: &'a (dyn Fn(At) -> f64 + Sync),
+    pub hv: &'a (dyn Fn(At) -> f64 + Sync),
+    pub depth: &'a (dyn Fn(At) -> f64 + Sync),
+}
+
+/// Interior values at the cell centres, `nx * ny` row-major each (staggered transports
+/// averaged from the two faces of the cell).
+pub struct Cells<T> {
+    pub eta: Vec<T>,
+    pub hu: Vec<T>,
+    pub hv: Vec<T>,
+    /// Equilibrium depth H.
+    pub depth: Vec<T>,
+}
+
+/// One scheme's fields and its time step.
+pub trait Scheme<T: Real>: Send {
+    /// Advance by `dt`, boundary conditions included. `first` is the run's first step
+    /// (CTCS starts its leapfrog there).
+    fn step(&mut self, dt: f64, first: bool);
+    /// The largest stable time step for the current state (a reduction over the interior):
+    /// FBL `1 / (c sqrt(1/dx² + 1/dy²))`, CTCS half that (`c = max|u| + sqrt(g h)`), CDKLM16
+    /// and KP07 `½ min(dx / (|u| + c), dy / (|v| + c))`.
+    fn dt_limit(&self) -> f64;
+    /// Interior cell-centre values for output and diagnostics.
+    fn cells(&self) -> Cells<T>;
+    /// Every array a bit-exact restart needs, with its place on the cell grid.
+    fn arrays(&self) -> Vec<(&'static str, Place, &Field<T>)>;
+    /// The same arrays, to restore them.
+    fn arrays_mut(&mut self) -> Vec<(&'static str, Place, &mut Field<T>)>;
+}

@@ -22,6 +22,8 @@ pub struct BenchOptions {
     pub name: String,
     /// Nodes per side (2D grids), nodes (1D) or points; default the solver's.
     pub size: Option<usize>,
+    /// Scheme of a solver that has several.
+    pub scheme: Option<String>,
     pub precision: Precision,
     pub threads: Option<usize>,
     /// Minimum timed duration of each kernel.
@@ -40,6 +42,9 @@ pub fn bench(o: &BenchOptions) -> Result<serde_json::Value> {
         return input(format!("bench: unknown benchmark '{}' (choose one of {})", o.name, names().join(", ")));
     }
     let size = o.size.or(entry.map(|e| e.bench_size)).unwrap_or(4096);
+    if o.scheme.is_some() && entry.is_none_or(|e| e.schemes.is_empty()) {
+        return input(format!("--scheme: {} has a single scheme", o.name));
+    }
     if size < 3 {
         return input(format!("--size {size}: at least 3"));
     }
@@ -57,7 +62,7 @@ pub fn bench(o: &BenchOptions) -> Result<serde_json::Value> {
         .map_err(|e| SimError::Run(format!("cannot start threads: {e}")))?;
     pool.install(|| {
         let solver = match entry {
-            Some(e) => Some((e.bench)(size, o.precision, &device)?),
+            Some(e) => Some((e.bench)(size, o.scheme.as_deref(), o.precision, &device)?),
             None => None,
         };
         let mesh = solver.as_ref().map(|s| s.mesh());
@@ -90,6 +95,7 @@ pub fn bench(o: &BenchOptions) -> Result<serde_json::Value> {
 fn header(o: &BenchOptions, device: &Device, elements: usize, s: Option<&dyn Solver>) -> serde_json::Value {
     let mut v = serde_json::json!({
         "name": o.name,
+        "scheme": o.scheme,
         "precision": o.precision.name(),
         "elements": elements,
         "unit": "GB/s (1e9 bytes/s)",

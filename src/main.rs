@@ -93,10 +93,13 @@ enum Command {
     Bench {
         /// copy | heat1d | heat2d | cavity | lskum (any solver of the registry)
         name: String,
-        /// Problem size: nodes per side (2D), nodes (1D) or points of a generated cloud;
-        /// default 4096 (2D), 2^24 (1D), 100 000 (points).
+        /// Problem size: nodes or cells per side (2D), nodes (1D) or points of a generated
+        /// cloud; default 4096 (2D), 2^24 (1D), 100 000 (points), 2048 (shallow_water).
         #[arg(long, alias = "points")]
         size: Option<usize>,
+        /// Scheme of a solver that has several (shallow_water: fbl | ctcs | cdklm16 | kp07).
+        #[arg(long)]
+        scheme: Option<String>,
         #[arg(long, value_enum, default_value_t = Precision::F64)]
         precision: Precision,
         #[arg(long)]
@@ -147,7 +150,7 @@ fn main() -> ExitCode {
                 sim::mesh::generate(&o).map(|s| print!("{s}"))
             }
         }
-        Command::Bench { name, size, precision, threads, seconds, backend, variant, block, json, .. } => {
+        Command::Bench { name, size, scheme, precision, threads, seconds, backend, variant, block, json, .. } => {
             let backend = match backend {
                 Backend::Auto if sim::cuda::Gpu::open().is_ok() => Backend::Cuda,
                 Backend::Auto => Backend::Cpu,
@@ -156,7 +159,7 @@ fn main() -> ExitCode {
             match block[..] {
                 [bx, by] => {
                     let gpu = GpuOptions { variant, block: [bx, by], fast_math: false };
-                    bench::bench(&BenchOptions { backend, gpu, name, size, precision, threads, seconds }).map(|v| {
+                    bench::bench(&BenchOptions { backend, gpu, name, size, scheme, precision, threads, seconds }).map(|v| {
                         if json {
                             println!("{}", serde_json::to_string_pretty(&v).expect("json"));
                         } else {

@@ -338,7 +338,7 @@ mod tests {
         for e in SOLVERS {
             let size = if e.name == "lskum" { 1000 } else { 9 };
             for precision in [Precision::F32, Precision::F64] {
-                let Ok(s) = (e.bench)(size, precision, &Device::Cpu) else {
+                let Ok(s) = (e.bench)(size, None, precision, &Device::Cpu) else {
                     assert_eq!((e.name, precision), ("lskum", Precision::F32), "bench problem of {} failed", e.name);
                     continue;
                 };

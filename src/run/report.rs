@@ -141,7 +141,11 @@ pub fn check_text(
     }
     let mem = case.solver.spec().memory_estimate(precision);
     t += &format!("  memory: {:.1} MiB of field storage\n", mem as f64 / (1u64 << 20) as f64);
-    t += &format!("  steps: {last} (stop at {})\n", stop.text());
+    if stop.end_step.is_none() && case.solver.spec().nominal_dt().is_none() && case.solver.spec().clock() == crate::solver::Clock::Physical {
+        t += &format!("  steps: as many as the adaptive time step takes (stop at {})\n", stop.text());
+    } else {
+        t += &format!("  steps: {last} (stop at {})\n", stop.text());
+    }
     let outputs = match (case.output.every_steps, case.output.every_time) {
         (Some(n), _) => format!("every {n} steps ({} files)", output_count(start, last, n)),
         (None, Some(t)) => format!("every {t} of simulated time (steps land on each multiple)"),

@@ -96,8 +96,11 @@ pub trait Registered: SolverSpec + Sized {
     const RESULT_FILES: &'static [&'static str] = &[];
     /// Default problem size of `sim bench`: nodes (per side in 2D) or points.
     const BENCH_SIZE: usize = 4096;
-    /// The problem `sim bench` times at `size`.
-    fn bench(size: usize, precision: Precision, device: &Device) -> Result<Box<dyn Solver>>;
+    /// Schemes `sim bench --scheme` chooses from (the first is the default); empty for a
+    /// solver with one scheme.
+    const SCHEMES: &'static [&'static str] = &[];
+    /// The problem `sim bench` times at `size`, with `scheme` (one of [`Registered::SCHEMES`]).
+    fn bench(size: usize, scheme: Option<&str>, precision: Precision, device: &Device) -> Result<Box<dyn Solver>>;
 }
 
 /// One solver of the registry.
@@ -105,7 +108,8 @@ pub struct Entry {
     pub name: &'static str,
     pub result_files: &'static [&'static str],
     pub bench_size: usize,
-    pub bench: fn(usize, Precision, &Device) -> Result<Box<dyn Solver>>,
+    pub schemes: &'static [&'static str],
+    pub bench: fn(usize, Option<&str>, Precision, &Device) -> Result<Box<dyn Solver>>,
 }
 
 /// Generates [`SolverCase`] (the `solver:` section, exactly one solver) and [`SOLVERS`]
@@ -141,6 +145,7 @@ macro_rules! registry {
             name: $name,
             result_files: <$params as Registered>::RESULT_FILES,
             bench_size: <$params as Registered>::BENCH_SIZE,
+            schemes: <$params as Registered>::SCHEMES,
             bench: <$params as Registered>::bench,
         },)+];
     };
@@ -151,6 +156,7 @@ registry! {
     "heat2d" => Heat2d(heat::Heat2dParams),
     "cavity" => Cavity(cavity::CavityParams),
     "lskum" => Lskum(lskum::LskumParams),
+    "shallow_water" => ShallowWater(shallow_water::ShallowWaterParams),
 }
 
 /// The registry entry called `name`.

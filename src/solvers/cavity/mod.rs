@@ -197,7 +197,7 @@ impl Registered for CavityParams {
     const RESULT_FILES: &'static [&'static str] =
         &["centreline_u.csv", "centreline_v.csv", "profile_u.csv", "profile_v.csv"];
     /// Re = 1000, Ma = 0.1, dt from the spec's rule, starting from rest.
-    fn bench(n: usize, precision: Precision, device: &Device) -> Result<Box<dyn Solver>> {
+    fn bench(n: usize, _scheme: Option<&str>, precision: Precision, device: &Device) -> Result<Box<dyn Solver>> {
         let p = CavityParams { n, re: 1000.0, lid_velocity: 1.0, mach: 0.1, dt: None, residual: ResidualControl::default() };
         p.validated_build(precision, device)
     }

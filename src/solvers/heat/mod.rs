@@ -113,7 +113,7 @@ impl SolverSpec for Heat1dParams {
 
 impl Registered for Heat1dParams {
     const BENCH_SIZE: usize = 1 << 24;
-    fn bench(n: usize, precision: Precision, device: &Device) -> Result<Box<dyn Solver>> {
+    fn bench(n: usize, _scheme: Option<&str>, precision: Precision, device: &Device) -> Result<Box<dyn Solver>> {
         let p = Heat1dParams { n, r: 0.2, diffusivity: 1.0, length: 1.0, amplitude: 6.0 };
         p.validated_build(precision, device)
     }
@@ -149,7 +149,7 @@ impl SolverSpec for Heat2dParams {
 }
 
 impl Registered for Heat2dParams {
-    fn bench(n: usize, precision: Precision, device: &Device) -> Result<Box<dyn Solver>> {
+    fn bench(n: usize, _scheme: Option<&str>, precision: Precision, device: &Device) -> Result<Box<dyn Solver>> {
         let p = Heat2dParams { n, r: 0.2, diffusivity: 1.0, t0: default_t0(), domain: default_domain() };
         p.validated_build(precision, device)
     }

@@ -364,7 +364,7 @@ impl Registered for LskumParams {
     const RESULT_FILES: &'static [&'static str] = &["wall_cp.csv"];
     const BENCH_SIZE: usize = 100_000;
     /// M = 0.63, alpha = 2 deg on a generated quadtree NACA 0012 cloud of about `points` points.
-    fn bench(points: usize, precision: Precision, device: &Device) -> Result<Box<dyn Solver>> {
+    fn bench(points: usize, _scheme: Option<&str>, precision: Precision, device: &Device) -> Result<Box<dyn Solver>> {
         if !(1000..=50_000_000).contains(&points) {
             return input(format!("--size {points}: choose 1000 .. 50 000 000 points"));
         }

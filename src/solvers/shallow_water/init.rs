@@ -1,8 +1,14 @@
 //! Initial conditions and bathymetries, as functions of position ([`At`]).
 
 use std::f64::consts::PI;
+use std::sync::Arc;
+
+use crate::error::{Result, input};
 
 use super::grid::{At, Physics};
+use super::input_file;
+use super::params::{Bathymetry, HumpShape, InitialCondition, ShallowWaterParams};
+use super::scheme::Initial;
 
 /// Where GPU Ocean's test bump sits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -40,5 +46,175 @@ pub fn test_bathymetry(ny: usize) -> impl Fn(At) -> f64 + Sync {
     move |at: At| {
         let (i, j) = (at.i as f64, at.j as f64);
         6.0 + 2.0 * (0.3 * (i + i / ((0.5 * j).sin() + 2.5))).cos() + 2.0 * (2.0 * PI * (i + j) / (2.0 * ny)).sin()
+    }
+}
+
+/// Gridded data from a file, sampled by bilinear interpolation (clamped at the edges).
+pub struct Gridded {
+    values: Vec<f64>,
+    /// Columns and rows.
+    n: [usize; 2],
+    spacing: [f64; 2],
+    /// Position of entry (0, 0) in cells: ½ for cell centres, 0 for cell corners.
+    offset: f64,
+}
+
+impl Gridded {
+    /// `values` (`n[1]` rows of `n[0]`) at the cell centres or corners of the grid of `p`.
+    pub fn new(values: Vec<f64>, n: [usize; 2], p: &Physics) -> Self {
+        let offset = if n == [p.nx, p.ny] { 0.5 } else { 0.0 };
+        Gridded { values, n, spacing: [p.dx, p.dy], offset }
+    }
+
+    pub fn at(&self, x: f64, y: f64) -> f64 {
+        // Fractional index along one axis, snapped to the entry it lies on to round-off.
+        let frac = |pos: f64, axis: usize| {
+            let f = (pos / self.spacing[axis] - self.offset).clamp(0.0, (self.n[axis] - 1) as f64);
+            if (f - f.round()).abs() < 1e-9 { f.round() } else { f }
+        };
+        let (fx, fy) = (frac(x, 0), frac(y, 1));
+        let (i0, j0) = (fx.floor() as usize, fy.floor() as usize);
+        let (i1, j1) = ((i0 + 1).min(self.n[0] - 1), (j0 + 1).min(self.n[1] - 1));
+        let (wx, wy) = (fx - i0 as f64, fy - j0 as f64);
+        let v = |i: usize, j: usize| self.values[j * self.n[0] + i];
+        if wx == 0.0 && wy == 0.0 {
+            return v(i0, j0);
+        }
+        (1.0 - wy) * ((1.0 - wx) * v(i0, j0) + wx * v(i1, j0)) + wy * ((1.0 - wx) * v(i0, j1) + wx * v(i1, j1))
+    }
+}
+
+type Sample = Arc<dyn Fn(At) -> f64 + Send + Sync>;
+
+/// The initial state of a case as functions of position; [`Sources::initial`] lends them to a
+/// scheme.
+pub struct Sources {
+    eta: Sample,
+    hu: Sample,
+    hv: Sample,
+    depth: Sample,
+}
+
+impl Sources {
+    pub fn initial(&self) -> Initial<'_> {
+        Initial { eta: &*self.eta, hu: &*self.hu, hv: &*self.hv, depth: &*self.depth }
+    }
+
+    /// Read the case's files (if any) and set up its initial condition; errors name the key
+    /// and the file.
+    pub fn new(params: &ShallowWaterParams) -> Result<Self> {
+        let p = params.physics();
+        let key = "solver.shallow_water";
+        let depth: Sample = match &params.bathymetry {
+            Bathymetry::Flat(h) => {
+                let h = *h;
+                Arc::new(move |_| h)
+            }
+            Bathymetry::GpuOceanTest => Arc::new(test_bathymetry(p.ny)),
+            Bathymetry::Waves { mean, amplitude, wavelength } => {
+                let (m, a, k) = (*mean, *amplitude, 2.0 * PI / wavelength);
+                Arc::new(move |at: At| m + a * ((k * at.y).cos() + (k * at.x).sin()))
+            }
+            Bathymetry::File { path, dataset } => {
+                let shapes = [[p.nx, p.ny], [p.nx + 1, p.ny + 1]];
+                let (v, n) = input_file::read(&format!("{key}.bathymetry.file"), path, dataset, &shapes)?;
+                if let Some(k) = v.iter().position(|&h| h <= 0.0) {
+                    return input(format!(
+                        "{key}.bathymetry.file: dataset {dataset:?} of {} has depth {} <= 0 at row {}, column {} \
+                         (dry cells are not supported)",
+                        path.display(),
+                        v[k],
+                        k / n[0],
+                        k % n[0]
+                    ));
+                }
+                let g = Gridded::new(v, n, &p);
+                Arc::new(move |at: At| g.at(at.x, at.y))
+            }
+        };
+        let zero: fn() -> Sample = || Arc::new(|_| 0.0);
+        let (lx, ly) = (p.nx as f64 * p.dx, p.ny as f64 * p.dy);
+        let (eta, hu, hv): (Sample, Sample, Sample) = match &params.initial {
+            InitialCondition::Rest => (zero(), zero(), zero()),
+            InitialCondition::Bump { position, amplitude } => {
+                let (b, a) = (bump(&p, *position), *amplitude);
+                (Arc::new(move |at| a * b(at)), zero(), zero())
+            }
+            InitialCondition::Hump { amplitude, radius, width, center, shape } => {
+                let [xc, yc] = center.unwrap_or([lx / 2.0, ly / 2.0]);
+                let (a, r0, w, shape) = (*amplitude, *radius, width.unwrap_or(1.0), *shape);
+                let eta = move |at: At| {
+                    let r = (at.x - xc).hypot(at.y - yc);
+                    match shape {
+                        HumpShape::Tanh => a * (1.0 + ((r0 - r) / w).tanh()),
+                        HumpShape::Gaussian => a * (-(r / r0) * (r / r0)).exp(),
+                    }
+                };
+                (Arc::new(eta), zero(), zero())
+            }
+            InitialCondition::KelvinWave { amplitude } => {
+                let Bathymetry::Flat(h) = params.bathymetry else { unreachable!("checked by validate") };
+                let c = (p.g * h).sqrt();
+                let (a, amp, xc) = (c / p.f0, *amplitude, lx / 2.0);
+                let eta = move |at: At| amp * (-at.y / a).exp() * (1.0 + ((a - (at.x - xc).abs()) / (a / 3.0)).tanh());
+                (Arc::new(eta), Arc::new(move |at| c * eta(at)), zero())
+            }
+            InitialCondition::GeostrophicJet { speed, width } => {
+                let jet = Arc::new(Jet::new(&p, *speed, *width));
+                let (j1, j2, h) = (jet.clone(), jet, depth.clone());
+                (Arc::new(move |at| j1.eta(at)), zero(), Arc::new(move |at: At| (h(at) + j2.eta(at)) * j2.v(at.x)))
+            }
+            InitialCondition::File { path, eta, hu, hv } => {
+                let read = |name: &str| -> Result<Sample> {
+                    let (v, n) = input_file::read(&format!("{key}.initial.file"), path, name, &[[p.nx, p.ny]])?;
+                    let g = Gridded::new(v, n, &p);
+                    Ok(Arc::new(move |at: At| g.at(at.x, at.y)))
+                };
+                let opt = |name: &Option<String>| name.as_deref().map_or(Ok(zero()), read);
+                (read(eta)?, opt(hu)?, opt(hv)?)
+            }
+        };
+        Ok(Sources { eta, hu, hv, depth })
+    }
+}
+
+/// A north-south jet in discrete geostrophic balance on an f-plane (spec §5.5).
+struct Jet {
+    speed: f64,
+    width: f64,
+    center: f64,
+    dx: f64,
+    /// η of the cell columns -HALO .. nx + HALO.
+    eta: Vec<f64>,
+}
+
+impl Jet {
+    /// Columns below the first interior one that get η (the widest halo of the schemes).
+    const HALO: usize = 2;
+
+    fn new(p: &Physics, speed: f64, width: f64) -> Self {
+        let center = p.nx as f64 * p.dx / 2.0;
+        let mut jet = Jet { speed, width, center, dx: p.dx, eta: Vec::new() };
+        let columns = p.nx + 2 * Self::HALO;
+        let v: Vec<f64> = (0..columns).map(|c| jet.v((c as f64 - Self::HALO as f64 + 0.5) * p.dx)).collect();
+        let mut eta = vec![0.0; columns];
+        for c in 1..columns {
+            eta[c] = eta[c - 1] + p.dx * p.f0 * (v[c - 1] + v[c]) / (2.0 * p.g);
+        }
+        // A constant shift keeps the balance; centre the surface on zero.
+        let mean = eta.iter().sum::<f64>() / columns as f64;
+        jet.eta = eta.iter().map(|e| e - mean).collect();
+        jet
+    }
+
+    fn v(&self, x: f64) -> f64 {
+        let s = (x - self.center) / self.width;
+        self.speed * (-s * s).exp()
+    }
+
+    /// η of the cell column that `at` lies in (its x-position).
+    fn eta(&self, at: At) -> f64 {
+        let c = (at.x / self.dx - 0.5).round() + Self::HALO as f64;
+        self.eta[(c.max(0.0) as usize).min(self.eta.len() - 1)]
     }
 }

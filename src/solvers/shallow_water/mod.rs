@@ -1,14 +1,408 @@
-//! Rotating shallow-water equations on a rectangular grid: GPU Ocean's four schemes (FBL,
-//! CTCS, CDKLM16, KP07), spec `shallow_water.md`.
+//! Rotating shallow-water equations on a rectangular grid, with GPU Ocean's four schemes
+//! (spec `shallow_water.md`): FBL (linear forward-backward) and CTCS (nonlinear leapfrog) on
+//! an Arakawa C grid with one ghost layer, CDKLM16 (well-balanced) and KP07 central-upwind
+//! finite volume with Runge-Kutta on cell averages with two ghost layers.
+//!
+//! The solver owns the case-level parts (initial state, time step, output, diagnostics,
+//! checkpoints); each scheme owns its arrays and its step behind [`scheme::Scheme`].
 
 pub mod cdklm16;
 pub mod ctcs;
 pub mod fbl;
 pub mod grid;
 pub mod init;
+mod input_file;
 pub mod kp07;
+pub mod params;
 pub mod scheme;
 pub mod sponge;
 
 #[cfg(test)]
 mod reference;
+
+use std::path::PathBuf;
+
+use rayon::prelude::*;
+
+use crate::error::{Result, input};
+use crate::real::{Precision, Real};
+use crate::solver::{
+    ArraySpec, Grid, Location, Mesh, NonFinite, OutField, Solver, StateArray, first_non_finite, shape_of, take_array,
+};
+use crate::solvers::{Device, Registered, SolverSpec};
+
+pub use params::{SchemeName, ShallowWaterParams};
+use params::{Bathymetry, InitialCondition};
+use scheme::{Cells, Scheme};
+
+/// Arrays of grid size each scheme holds (fields, levels, scratch), for the memory estimate.
+fn arrays_per_cell(scheme: SchemeName) -> usize {
+    match scheme {
+        SchemeName::Fbl => 6,
+        SchemeName::Ctcs => 9,
+        SchemeName::Cdklm16 | SchemeName::Kp07 => 12,
+    }
+}
+
+impl SolverSpec for ShallowWaterParams {
+    fn validate(&self) -> Result<()> {
+        self.check()
+    }
+    fn memory_estimate(&self, precision: Precision) -> usize {
+        let cells = (self.nx + 5) * (self.ny + 5);
+        // The scheme's arrays, plus the output's cell fields.
+        (arrays_per_cell(self.scheme) + 8) * cells * precision.bytes()
+    }
+    fn nominal_dt(&self) -> Option<f64> {
+        self.dt
+    }
+    fn describe(&self) -> Result<Vec<String>> {
+        Ok(self.describe())
+    }
+    fn build(&self, precision: Precision, device: &Device) -> Result<Box<dyn Solver>> {
+        if let Device::Cuda(..) = device {
+            return input("backend cuda: solver shallow_water has no CUDA kernels yet; use backend: cpu");
+        }
+        crate::in_precision!(precision, |T| ShallowWater::<T>::new(self))
+    }
+    fn input_paths(&mut self) -> Vec<&mut PathBuf> {
+        let mut paths = Vec::new();
+        if let Bathymetry::File { path, .. } = &mut self.bathymetry {
+            paths.push(path);
+        }
+        if let InitialCondition::File { path, .. } = &mut self.initial {
+            paths.push(path);
+        }
+        paths
+    }
+}
+
+impl Registered for ShallowWaterParams {
+    const BENCH_SIZE: usize = 2048;
+    const SCHEMES: &'static [&'static str] = &["fbl", "ctcs", "cdklm16", "kp07"];
+    /// The paper's benchmark (spec §9.2): 200 m cells, 60 m deep, walls, a Gaussian hump,
+    /// dt = 0.0095 s; CTCS with A = 0.1 dx.
+    fn bench(n: usize, scheme: Option<&str>, precision: Precision, device: &Device) -> Result<Box<dyn Solver>> {
+        let name = scheme.unwrap_or("fbl");
+        let scheme: SchemeName = serde_json::from_value(name.into()).map_err(|_| {
+            crate::error::SimError::Input(format!(
+                "--scheme {name}: unknown scheme (choose one of {})",
+                Self::SCHEMES.join(", ")
+            ))
+        })?;
+        let dx = 200.0;
+        let s = 0.4 * n as f64 * dx;
+        let p = ShallowWaterParams {
+            scheme,
+            nx: n,
+            ny: n,
+            dx,
+            dy: None,
+            g: 9.81,
+            coriolis: Default::default(),
+            friction: 0.0,
+            viscosity: if scheme == SchemeName::Ctcs { 0.1 * dx } else { 0.0 },
+            wind: [0.0; 2],
+            dt: Some(0.0095),
+            courant: None,
+            theta: 1.3,
+            time_integration: crate::numerics::rk::Scheme::SspRk2,
+            gpu_ocean_compat: true,
+            boundary: Default::default(),
+            bathymetry: Bathymetry::Flat(60.0),
+            initial: InitialCondition::Hump {
+                amplitude: 1.0,
+                radius: s / 10f64.sqrt(),
+                width: None,
+                center: None,
+                shape: params::HumpShape::Gaussian,
+            },
+        };
+        p.validated_build(precision, device)
+    }
+}
+
+pub struct ShallowWater<T: Real> {
+    params: ShallowWaterParams,
+    grid: Grid,
+    scheme: Box<dyn Scheme<T>>,
+    /// The latest proposed step.
+    dt: f64,
+    /// The length of the step last taken (0 before the first).
+    last_dt: f64,
+    /// Σ η dx dy and Σ |η| dx dy at the start, for the mass change in the report.
+    initial_mass: f64,
+    initial_volume: f64,
+    step: u64,
+    time: f64,
+}
+
+impl<T: Real> ShallowWater<T> {
+    /// The case's initial state, checked: positive depth everywhere, a stable time step.
+    pub fn new(params: &ShallowWaterParams) -> Result<Self> {
+        let sources = init::Sources::new(params)?;
+        let p = params.physics();
+        let initial = sources.initial();
+        let rk = params.time_integration;
+        let scheme: Box<dyn Scheme<T>> = match params.scheme {
+            SchemeName::Fbl => Box::new(fbl::Fbl::<T>::new(&p, &initial)),
+            SchemeName::Ctcs => Box::new(ctcs::Ctcs::<T>::new(&p, &initial)),
+            SchemeName::Cdklm16 => Box::new(cdklm16::Cdklm16::<T>::new(&p, &initial, rk)),
+            SchemeName::Kp07 => Box::new(kp07::Kp07::<T>::new(&p, &initial, rk)),
+        };
+        let grid = Grid { n: [p.nx, p.ny], origin: [0.0, 0.0], spacing: [p.dx, p.dy] };
+        let mut sw = ShallowWater {
+            params: params.clone(),
+            grid,
+            scheme,
+            dt: 0.0,
+            last_dt: 0.0,
+            initial_mass: 0.0,
+            initial_volume: 0.0,
+            step: 0,
+            time: 0.0,
+        };
+        sw.check_depth()?;
+        sw.dt = sw.next_dt()?;
+        let t = sw.totals();
+        (sw.initial_mass, sw.initial_volume) = (t.mass, t.volume);
+        Ok(sw)
+    }
+
+    pub fn params(&self) -> &ShallowWaterParams {
+        &self.params
+    }
+
+    /// The scheme's arrays (ghosts included), by name: `eta`, `hu`, `hv`, and for CTCS the
+    /// previous level `eta_prev`, `hu_prev`, `hv_prev`.
+    pub fn array(&self, name: &str) -> Option<&grid::Field<T>> {
+        self.scheme.arrays().into_iter().find(|(n, ..)| *n == name).map(|(_, _, f)| f)
+    }
+
+    /// Interior cell values (η, hu, hv, H).
+    pub fn cells(&self) -> Cells<T> {
+        self.scheme.cells()
+    }
+
+    /// Refuse a state whose total depth `H + η` is not positive somewhere.
+    fn check_depth(&self) -> Result<()> {
+        let c = self.scheme.cells();
+        let nx = self.grid.n[0];
+        let dry = c.depth.iter().zip(&c.eta).position(|(&h, &e)| !(h.f64() + e.f64() > 0.0));
+        if let Some(k) = dry {
+            return input(format!(
+                "solver.shallow_water: the initial total depth H + eta is {} (H = {}) at cell ({}, {}); \
+                 dry cells are not supported",
+                c.depth[k].f64() + c.eta[k].f64(),
+                c.depth[k].f64(),
+                k % nx,
+                k / nx
+            ));
+        }
+        Ok(())
+    }
+
+    /// The next step: the fixed `dt` (refused above the stable step of the current state) or
+    /// `courant` times the stable step.
+    fn next_dt(&self) -> Result<f64> {
+        let limit = self.scheme.dt_limit();
+        match (self.params.dt, self.params.courant) {
+            (Some(dt), _) if self.step == 0 && !(dt <= limit) => input(format!(
+                "solver.shallow_water.dt: {dt} s exceeds the stable time step {limit:.6e} s of scheme {} for the \
+                 initial state",
+                self.params.scheme.name()
+            )),
+            (Some(dt), _) => Ok(dt),
+            (None, Some(c)) if limit.is_finite() && limit > 0.0 => Ok(c * limit),
+            (None, _) => Err(crate::error::SimError::Run(format!(
+                "shallow_water: no stable time step at step {} (limit {limit})",
+                self.step
+            ))),
+        }
+    }
+
+    /// Mass, energy and largest speed over the interior.
+    fn totals(&self) -> Totals {
+        let c = self.scheme.cells();
+        let nx = self.grid.n[0];
+        let g = self.params.g;
+        // Per-row partial sums, combined in row order: the same for any thread count.
+        let rows: Vec<Totals> = (0..self.grid.n[1])
+            .into_par_iter()
+            .map(|j| {
+                let mut t = Totals::default();
+                for k in j * nx..(j + 1) * nx {
+                    let (eta, hu, hv) = (c.eta[k].f64(), c.hu[k].f64(), c.hv[k].f64());
+                    let h = c.depth[k].f64() + eta;
+                    t.mass += eta;
+                    t.volume += eta.abs();
+                    t.energy += 0.5 * g * eta * eta + 0.5 * (hu * hu + hv * hv) / h;
+                    t.max_speed = t.max_speed.max(hu.hypot(hv) / h);
+                }
+                t
+            })
+            .collect();
+        let area = self.grid.spacing[0] * self.grid.spacing[1];
+        let mut total = rows.iter().fold(Totals::default(), |a, r| Totals {
+            mass: a.mass + r.mass,
+            volume: a.volume + r.volume,
+            energy: a.energy + r.energy,
+            max_speed: a.max_speed.max(r.max_speed),
+        });
+        total.mass *= area;
+        total.volume *= area;
+        total.energy *= area;
+        total
+    }
+}
+
+#[derive(Clone, Copy, Default)]
+struct Totals {
+    /// Σ η dx dy (m³).
+    mass: f64,
+    /// Σ |η| dx dy: the scale of mass changes.
+    volume: f64,
+    /// Σ (g η² + (hu² + hv²) / h) / 2 dx dy (m⁵/s²; energy per unit density).
+    energy: f64,
+    /// max |(hu, hv)| / h (m/s).
+    max_speed: f64,
+}
+
+impl<T: Real> Solver for ShallowWater<T> {
+    fn kind(&self) -> &'static str {
+        "shallow_water"
+    }
+    fn precision(&self) -> Precision {
+        T::PRECISION
+    }
+    fn step(&self) -> u64 {
+        self.step
+    }
+    fn time(&self) -> f64 {
+        self.time
+    }
+    fn dt(&self) -> f64 {
+        self.dt
+    }
+    fn propose_dt(&mut self) -> Result<f64> {
+        if self.params.courant.is_some() {
+            self.dt = self.next_dt()?;
+        }
+        Ok(self.dt)
+    }
+
+    fn advance(&mut self, dt: f64) -> Result<()> {
+        self.scheme.step(dt, self.step == 0);
+        self.step += 1;
+        self.time += dt;
+        self.last_dt = dt;
+        Ok(())
+    }
+
+    fn mesh(&self) -> Mesh {
+        Mesh::Cells(self.grid)
+    }
+
+    fn units(&self) -> &'static str {
+        "eta: surface elevation above the equilibrium level (m); hu, hv: volume transport along x and y \
+         (m^2/s); velocity: (hu, hv) / depth (m/s); depth: total water depth H + eta (m); bathymetry: \
+         equilibrium depth H (m); speed: |velocity| (m/s); vorticity: dv/dx - du/dy (1/s)"
+    }
+
+    fn output_fields(&self) -> Vec<OutField> {
+        let c = self.scheme.cells();
+        let [nx, ny] = self.grid.n;
+        let depth: Vec<T> = c.depth.iter().zip(&c.eta).map(|(&h, &e)| h + e).collect();
+        let u: Vec<T> = c.hu.iter().zip(&depth).map(|(&q, &h)| q / h).collect();
+        let v: Vec<T> = c.hv.iter().zip(&depth).map(|(&q, &h)| q / h).collect();
+        let speed: Vec<T> = u.iter().zip(&v).map(|(&a, &b)| a.hypot(b)).collect();
+        let velocity: Vec<T> = u.iter().zip(&v).flat_map(|(&a, &b)| [a, b, T::zero()]).collect();
+        let vorticity = vorticity(&u, &v, nx, ny, self.grid.spacing);
+        let cell = |name, values: Vec<T>| OutField::new(name, 1, Location::Cell, T::wrap(values));
+        vec![
+            cell("eta", c.eta),
+            cell("hu", c.hu),
+            cell("hv", c.hv),
+            OutField::new("velocity", 3, Location::Cell, T::wrap(velocity)),
+            cell("depth", depth),
+            cell("bathymetry", c.depth),
+            cell("speed", speed),
+            cell("vorticity", vorticity),
+        ]
+    }
+
+    fn state(&self) -> Vec<StateArray> {
+        let mesh = self.mesh();
+        let arrays = self.scheme.arrays();
+        arrays.into_iter().map(|(name, place, f)| StateArray::field(name, place, &mesh, T::wrap(f.v.clone()))).collect()
+    }
+
+    fn state_layout(&self) -> Vec<ArraySpec> {
+        let mesh = self.mesh();
+        self.scheme.arrays().into_iter().map(|(name, place, _)| ArraySpec::field(name, place, &mesh, T::PRECISION)).collect()
+    }
+
+    fn restore(&mut self, step: u64, time: f64, mut arrays: Vec<StateArray>) -> Result<()> {
+        let mesh = self.mesh();
+        for (name, place, field) in self.scheme.arrays_mut() {
+            field.v = take_array::<T>(&mut arrays, name, &shape_of(place, &mesh))?;
+        }
+        self.step = step;
+        self.time = time;
+        self.check_depth()?;
+        if self.params.courant.is_some() {
+            self.dt = self.next_dt()?;
+        }
+        Ok(())
+    }
+
+    fn find_non_finite(&self) -> Option<NonFinite> {
+        let c = self.scheme.cells();
+        let nx = self.grid.n[0];
+        first_non_finite("eta", &c.eta, nx)
+            .or_else(|| first_non_finite("hu", &c.hu, nx))
+            .or_else(|| first_non_finite("hv", &c.hv, nx))
+    }
+
+    fn diagnostics(&self) -> Vec<(&'static str, f64)> {
+        let t = self.totals();
+        vec![("mass", t.mass), ("energy", t.energy), ("max_speed", t.max_speed), ("dt", self.last_dt)]
+    }
+
+    fn report(&self) -> serde_json::Map<String, serde_json::Value> {
+        let t = self.totals();
+        let mut m = serde_json::Map::new();
+        m.insert("scheme".into(), self.params.scheme.name().into());
+        m.insert("reference".into(), "conservation of mass".into());
+        m.insert("initial_mass".into(), self.initial_mass.into());
+        m.insert("mass".into(), t.mass.into());
+        m.insert("mass_change".into(), (t.mass - self.initial_mass).into());
+        if self.initial_volume > 0.0 {
+            m.insert("mass_change_relative".into(), ((t.mass - self.initial_mass) / self.initial_volume).into());
+        }
+        m.insert("energy".into(), t.energy.into());
+        m.insert("max_speed".into(), t.max_speed.into());
+        m
+    }
+
+    fn bytes_per_step(&self) -> f64 {
+        self.params.scheme.floats_per_cell() * self.grid.nodes() as f64 * T::PRECISION.bytes() as f64
+    }
+}
+
+/// `dv/dx - du/dy` at the cell centres: central differences, one-sided at the edges.
+fn vorticity<T: Real>(u: &[T], v: &[T], nx: usize, ny: usize, spacing: [f64; 2]) -> Vec<T> {
+    let diff = |f: &dyn Fn(usize) -> T, k: usize, n: usize, h: f64| -> T {
+        let (lo, hi) = (k.saturating_sub(1), (k + 1).min(n - 1));
+        (f(hi) - f(lo)) / T::of((hi - lo) as f64 * h)
+    };
+    let mut w = vec![T::zero(); nx * ny];
+    w.par_chunks_mut(nx).enumerate().for_each(|(j, row)| {
+        for (i, out) in row.iter_mut().enumerate() {
+            let dvdx = diff(&|k| v[j * nx + k], i, nx, spacing[0]);
+            let dudy = diff(&|k| u[k * nx + i], j, ny, spacing[1]);
+            *out = dvdx - dudy;
+        }
+    });
+    w
+}

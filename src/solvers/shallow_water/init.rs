@@ -148,6 +148,8 @@ impl Sources {
                     match shape {
                         HumpShape::Tanh => a * (1.0 + ((r0 - r) / w).tanh()),
                         HumpShape::Gaussian => a * (-(r / r0) * (r / r0)).exp(),
+                        HumpShape::Cosine if r < r0 => a * (1.0 + (PI * r / r0).cos()),
+                        HumpShape::Cosine => 0.0,
                     }
                 };
                 (Arc::new(eta), zero(), zero())

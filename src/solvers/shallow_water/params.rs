@@ -178,7 +178,8 @@ pub enum InitialCondition {
         amplitude: f64,
     },
     /// A round hump around `center` (default the domain centre): `tanh`:
-    /// `amplitude (1 + tanh((radius - r) / width))`; `gaussian`: `amplitude exp(-(r / radius)²)`.
+    /// `amplitude (1 + tanh((radius - r) / width))`; `gaussian`: `amplitude exp(-(r / radius)²)`;
+    /// `cosine`: `amplitude (1 + cos(pi r / radius))` inside the radius, 0 outside.
     Hump {
         amplitude: f64,
         radius: f64,
@@ -216,6 +217,7 @@ pub enum InitialCondition {
 pub enum HumpShape {
     Tanh,
     Gaussian,
+    Cosine,
 }
 
 fn default_g() -> f64 {
@@ -396,10 +398,8 @@ impl ShallowWaterParams {
                 match (shape, width) {
                     (HumpShape::Tanh, None) => input(format!("{key}.hump.width: a tanh hump needs a width (m)")),
                     (HumpShape::Tanh, Some(w)) => positive(&format!("{key}.hump.width"), *w),
-                    (HumpShape::Gaussian, Some(_)) => {
-                        input(format!("{key}.hump.width: a gaussian hump has only a radius"))
-                    }
-                    (HumpShape::Gaussian, None) => Ok(()),
+                    (_, Some(_)) => input(format!("{key}.hump.width: only a tanh hump has a width")),
+                    (_, None) => Ok(()),
                 }?;
                 if let Some([x, y]) = center {
                     finite(&format!("{key}.hump.center"), *x)?;

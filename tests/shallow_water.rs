@@ -1,0 +1,344 @@
+//! The shallow-water solver through the program: bad inputs, the shipped cases, GPU Ocean's
+//! regression arrays reached by `sim run`, inputs from files, wave speed, stability limits and
+//! the observed order of convergence. (Scheme-level regression and property tests live next
+//! to the schemes in `src/solvers/shallow_water/`.)
+
+mod common;
+use common::*;
+
+use std::io::Read;
+use std::path::Path;
+
+use sim::real::Precision;
+use sim::solver::Solver;
+use sim::solvers::SolverSpec;
+use sim::solvers::shallow_water::ShallowWaterParams;
+
+fn exit2(o: &std::process::Output, needles: &[&str]) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    for n in needles {
+        assert!(err.contains(n), "expected {n:?} in: {err}");
+    }
+}
+
+/// A shallow-water case whose solver section is `fields` (YAML flow-map entries).
+fn case(name: &str, fields: &str, precision: &str, time: &str) -> String {
+    format!("name: {name}\nsolver:\n  shallow_water: {{{fields}}}\nprecision: {precision}\ntime: {time}\n")
+}
+
+const SMALL: &str = "scheme: fbl, nx: 20, ny: 16, dx: 200.0, dt: 1.0, bathymetry: {flat: 60.0}, initial: {bump: {position: corner}}";
+
+/// Write an HDF5 file with 2-D datasets `(name, rows, cols, values)`.
+fn h5(path: &Path, datasets: &[(&str, usize, usize, Vec<f64>)]) {
+    let f = hdf5::File::create(path).unwrap();
+    for (name, rows, cols, v) in datasets {
+        f.new_dataset::<f64>().shape([*rows, *cols]).create(*name).unwrap().write_raw(v).unwrap();
+    }
+}
+
+#[test]
+fn bad_inputs_exit_2_naming_the_key_and_leave_files_alone() {
+    let dir = scratch("swe_bad");
+    // A good run first: its directory must come out of every refused run unchanged.
+    write(&dir, "c.yaml", &case("s", SMALL, "f32", "{end_step: 4}"));
+    ok(sim(&dir, &["run", "c.yaml", "--quiet"]));
+    let before = snapshot(&dir.join("out/s"));
+    std::fs::write(dir.join("text.h5"), "not hdf5").unwrap();
+    let (nx, ny) = (20usize, 16usize);
+    h5(
+        &dir.join("in.h5"),
+        &[
+            ("H", ny, nx, vec![50.0; nx * ny]),
+            ("wrong", ny + 3, nx, vec![50.0; (ny + 3) * nx]),
+            ("nan", ny, nx, (0..nx * ny).map(|k| if k == 45 { f64::NAN } else { 50.0 }).collect()),
+            ("dry", ny, nx, (0..nx * ny).map(|k| if k == 7 { -1.0 } else { 50.0 }).collect()),
+        ],
+    );
+    let base = "nx: 20, ny: 16, dx: 200.0, bathymetry: {flat: 60.0}, initial: {bump: {position: corner}}";
+    let bad: &[(&str, &[&str])] = &[
+        (&format!("scheme: leapfrog, dt: 1.0, {base}"), &["leapfrog", "fbl"]),
+        (&format!("scheme: fbl, dt: 100.0, {base}"), &["solver.shallow_water.dt", "stable time step"]),
+        (&format!("scheme: cdklm16, dt: 50.0, {base}"), &["solver.shallow_water.dt", "stable time step"]),
+        ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {flat: -5.0}, initial: rest", &["bathymetry.flat"]),
+        (&format!("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {{flat: 60.0}}, initial: {{bump: {{amplitude: -100.0}}}}"), &["total depth"]),
+        ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {file: {path: nope.h5}}, initial: rest", &["nope.h5", "no such file"]),
+        ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {file: {path: text.h5}}, initial: rest", &["text.h5", "HDF5"]),
+        ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {file: {path: in.h5, dataset: depth}}, initial: rest", &["in.h5", "\"depth\""]),
+        ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {file: {path: in.h5, dataset: wrong}}, initial: rest", &["\"wrong\"", "19 x 20", "16 x 20"]),
+        ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {file: {path: in.h5, dataset: nan}}, initial: rest", &["\"nan\"", "NaN", "row 2, column 5"]),
+        ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {file: {path: in.h5, dataset: dry}}, initial: rest", &["\"dry\"", "<= 0"]),
+        ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {flat: 60.0}, initial: {file: {path: in.h5, eta: wrong}}", &["solver.shallow_water.initial.file", "\"wrong\""]),
+        (&format!("scheme: cdklm16, dt: 1.0, boundary: {{north: {{sponge: {{cells: 8}}}}}}, {base}"), &["boundary.north.sponge.cells", "wider"]),
+        (&format!("scheme: cdklm16, dt: 1.0, boundary: {{east: periodic}}, {base}"), &["periodic", "east and west"]),
+        (&format!("scheme: fbl, courant: 0.4, {base}"), &["solver.shallow_water.courant", "fixed dt"]),
+        (&format!("scheme: cdklm16, dt: 1.0, courant: 0.4, {base}"), &["either dt or courant"]),
+        (&format!("scheme: cdklm16, {base}"), &["give a time step"]),
+        (&format!("scheme: kp07, dt: 1.0, viscosity: 1.0, {base}"), &["solver.shallow_water.viscosity", "ctcs"]),
+        (&format!("scheme: kp07, dt: 1.0, theta: 3.0, {base}"), &["solver.shallow_water.theta"]),
+        (&format!("scheme: ctcs, dt: 1.0, time_integration: ssp_rk3, {base}"), &["time_integration"]),
+        (&format!("scheme: fbl, dt: 1.0, nxx: 3, {base}"), &["nxx"]),
+        ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {flat: 60.0}, initial: {kelvin_wave: {}}", &["kelvin_wave", "f0"]),
+        (&format!("scheme: fbl, dt: 1.0, nx: 1, ny: 16, dx: 200.0, bathymetry: {{flat: 60.0}}, initial: rest"), &["solver.shallow_water.nx"]),
+    ];
+    for (fields, needles) in bad {
+        write(&dir, "c.yaml", &case("s", fields, "f32", "{end_step: 4}"));
+        exit2(&sim(&dir, &["run", "c.yaml", "--quiet", "--overwrite"]), needles);
+        exit2(&sim(&dir, &["check", "c.yaml"]), needles);
+        assert_eq!(snapshot(&dir.join("out/s")), before, "a refused run changed the run directory ({fields})");
+    }
+    exit2(&sim(&dir, &["bench", "shallow_water", "--scheme", "maccormack", "--size", "8"]), &["maccormack", "cdklm16"]);
+    exit2(&sim(&dir, &["bench", "heat2d", "--scheme", "fbl", "--size", "8"]), &["--scheme", "heat2d"]);
+    exit2(&sim(&dir, &["run", "c.yaml", "--backend", "cuda"]), &["shallow_water"]);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn shipped_cases_pass_check() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut n = 0;
+    for e in std::fs::read_dir(root.join("cases")).unwrap().flatten() {
+        let name = e.file_name().into_string().unwrap();
+        if name.starts_with("swe_") {
+            ok(sim(root, &["check", e.path().to_str().unwrap()]));
+            n += 1;
+        }
+    }
+    assert!(n >= 7, "{n} shallow-water cases");
+}
+
+/// GPU Ocean's reference array `name` (rows south first), from `tests/data/swe`.
+fn reference(name: &str) -> Vec<Vec<f64>> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/data/swe/timestep50/{name}.dat.gz"));
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap()).read_to_string(&mut text).unwrap();
+    text.lines().map(|l| l.split_whitespace().map(|v| v.parse().unwrap()).collect()).collect()
+}
+
+/// `sim run` of the shipped regression case with `scheme` reaches GPU Ocean's arrays: the
+/// whole program (case file, driver landing on end_time, checkpoint) reproduces them.
+fn shipped_regression(scheme: &str, dt: &str, extra: &str, tolerance_relative: f64) {
+    let dir = scratch(&format!("swe_reg_{scheme}"));
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(root.join("cases/swe_bump_fbl.yaml"))
+        .unwrap()
+        .replace("scheme: fbl", &format!("scheme: {scheme}{extra}"))
+        .replace("dt: 1.0", &format!("dt: {dt}"));
+    write(&dir, "c.yaml", &text);
+    ok(sim(&dir, &["run", "c.yaml", "--quiet", "--out", "o"]));
+    let (_, path) = sim::io::checkpoint::list(&dir.join("o")).pop().unwrap();
+    let (meta, arrays) = sim::io::checkpoint::read(&path).unwrap();
+    assert_eq!(meta.time, 50.0);
+    let up = scheme.to_uppercase();
+    for (field, file) in [("eta", "eta"), ("hu", "u"), ("hv", "v")] {
+        let ours = arrays.iter().find(|a| a.name == field).unwrap();
+        let [rows, cols] = [ours.shape[0], ours.shape[1]];
+        let v = ours.values.to_f64();
+        let r = reference(&format!("{up}_wallBC_central_{file}"));
+        // FBL files hold the interior (hu: all x-faces; hv: all y-faces); ours carry one
+        // ghost layer (CDKLM16: two, like the files). Compare the interior.
+        let (off, rr, rc, ro) = if scheme == "fbl" { (1, rows - 2, cols - 2, 0) } else { (2, rows - 4, cols - 4, 2) };
+        let scale = if tolerance_relative > 0.0 { r.iter().flatten().fold(0.0f64, |a, x| a.max(x.abs())) } else { 1.0 };
+        let mut worst = 0.0f64;
+        for l in 0..rr {
+            for k in 0..rc {
+                worst = worst.max((v[(l + off) * cols + k + off] - r[l + ro][k + ro]).abs());
+            }
+        }
+        let err = worst / scale;
+        let tol = if tolerance_relative > 0.0 { tolerance_relative } else { 1e-5 };
+        assert!(err <= tol, "{scheme} {field}: error {err:e} > {tol:e}");
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn sim_run_reproduces_gpu_ocean_fbl() {
+    shipped_regression("fbl", "1.0", "", 0.0);
+}
+
+#[test]
+fn sim_run_reproduces_gpu_ocean_cdklm16() {
+    shipped_regression("cdklm16", "0.9", "", 5e-4);
+}
+
+/// The basin case reads bathymetry and surface from an HDF5 file; values between the file's
+/// cells are interpolated, the file's own cell centres reproduced exactly.
+#[test]
+fn arrays_from_a_file_become_the_initial_state() {
+    let dir = scratch("swe_file");
+    let (nx, ny) = (12usize, 8usize);
+    let depth: Vec<f64> = (0..nx * ny).map(|k| 30.0 + (k % nx) as f64 + 0.5 * (k / nx) as f64).collect();
+    let eta: Vec<f64> = (0..nx * ny).map(|k| 0.01 * ((k * 7) % 11) as f64).collect();
+    let hu: Vec<f64> = (0..nx * ny).map(|k| 0.1 * ((k * 3) % 5) as f64).collect();
+    h5(&dir.join("b.h5"), &[("H", ny, nx, depth.clone()), ("eta", ny, nx, eta.clone()), ("hu", ny, nx, hu.clone())]);
+    for scheme in ["fbl", "cdklm16"] {
+        let fields = format!(
+            "scheme: {scheme}, nx: {nx}, ny: {ny}, dx: 100.0, dt: 0.1, bathymetry: {{file: {{path: b.h5}}}}, \
+             initial: {{file: {{path: b.h5, hu: hu}}}}"
+        );
+        write(&dir, "c.yaml", &case("f", &fields, "f64", "{end_step: 1}"));
+        ok(sim(&dir, &["run", "c.yaml", "--quiet", "--out", scheme, "--steps", "0"]));
+        let (_, path) = sim::io::checkpoint::list(&dir.join(scheme)).pop().unwrap();
+        let (_, arrays) = sim::io::checkpoint::read(&path).unwrap();
+        let field = |name: &str| arrays.iter().find(|a| a.name == name).unwrap();
+        let e = field("eta");
+        let halo = if scheme == "fbl" { 1 } else { 2 };
+        let w = e.shape[1];
+        let v = e.values.to_f64();
+        for j in 0..ny {
+            for i in 0..nx {
+                assert_eq!(v[(j + halo) * w + i + halo], eta[j * nx + i], "{scheme} eta at ({i}, {j})");
+            }
+        }
+        if scheme == "cdklm16" {
+            let hu_ours = field("hu").values.to_f64();
+            assert_eq!(hu_ours[(3 + halo) * w + 5 + halo], hu[3 * nx + 5]);
+        }
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+fn params(yaml: &str) -> ShallowWaterParams {
+    serde_saphyr::from_str(yaml).unwrap()
+}
+
+/// The η row through the middle of the domain.
+fn eta_of(s: &dyn Solver) -> Vec<f64> {
+    let f = s.output_fields();
+    f.iter().find(|f| f.name == "eta").unwrap().values.to_f64()
+}
+
+/// A small bump's front travels at sqrt(g H) (spec §10.7): the furthest cell east of the
+/// centre where η exceeds 1% of its peak, after 60 s, against the distance c t.
+#[test]
+fn a_bump_front_travels_at_the_shallow_water_wave_speed() {
+    let (nx, dx, h, t_end) = (400usize, 50.0, 60.0f64, 120.0);
+    let c = (9.81 * h).sqrt();
+    for scheme in ["fbl", "ctcs", "cdklm16", "kp07"] {
+        let dt = if scheme == "ctcs" { 0.5 } else { 0.8 };
+        let p = params(&format!(
+            "{{scheme: {scheme}, nx: {nx}, ny: 9, dx: {dx}, dt: {dt}, bathymetry: {{flat: {h}}}, \
+             boundary: {{north: periodic, south: periodic}}, \
+             initial: {{hump: {{shape: gaussian, amplitude: 0.001, radius: 150.0}}}}}}"
+        ));
+        let mut s = p.validated_build(Precision::F64, &sim::solvers::Device::Cpu).unwrap();
+        let steps = (t_end / dt) as usize;
+        for _ in 0..steps {
+            s.advance(dt).unwrap();
+        }
+        let eta = eta_of(s.as_ref());
+        let row = &eta[4 * nx..5 * nx];
+        let peak = row.iter().cloned().fold(0.0f64, f64::max);
+        // The front: the outermost crest east of the centre.
+        let centre = nx / 2;
+        let crest = (centre..nx).rev().find(|&i| row[i] > 0.5 * peak && row[i] >= row[i - 1] && row[i] >= row[i + 1]).unwrap();
+        let travelled = (crest - centre) as f64 * dx;
+        let expected = c * t_end;
+        let err = (travelled - expected).abs() / expected;
+        eprintln!("{scheme}: crest at {travelled} m, c t = {expected:.1} m ({:.2}%)", 100.0 * err);
+        assert!(err < 0.03, "{scheme}: crest travelled {travelled} m in {t_end} s, sqrt(gH) t = {expected} m");
+    }
+}
+
+/// The adaptive step is `courant` times the scheme's stable step of the current state
+/// (spec §9): recomputed every step, and exactly the host formula.
+#[test]
+fn adaptive_time_step_follows_the_state() {
+    let p = params(
+        "{scheme: cdklm16, nx: 30, ny: 20, dx: 100.0, courant: 0.4, bathymetry: {flat: 10.0}, \
+         initial: {bump: {position: central, amplitude: 2.0}}}",
+    );
+    let mut s = p.validated_build(Precision::F64, &sim::solvers::Device::Cpu).unwrap();
+    let formula = |s: &dyn Solver| {
+        let f = s.output_fields();
+        let get = |n: &str| f.iter().find(|f| f.name == n).unwrap().values.to_f64();
+        let (eta, hu, hv, depth) = (get("eta"), get("hu"), get("hv"), get("bathymetry"));
+        let mut m = f64::INFINITY;
+        for k in 0..eta.len() {
+            let h = eta[k] + depth[k];
+            let c = (9.81 * h).sqrt();
+            m = m.min(100.0 / ((hu[k] / h).abs() + c)).min(100.0 / ((hv[k] / h).abs() + c));
+        }
+        0.4 * 0.5 * m
+    };
+    let mut dts = Vec::new();
+    for _ in 0..20 {
+        let dt = s.propose_dt().unwrap();
+        let want = formula(s.as_ref());
+        assert!((dt - want).abs() <= 1e-12 * want, "dt {dt} vs formula {want}");
+        dts.push(dt);
+        s.advance(dt).unwrap();
+    }
+    assert!(dts.windows(2).any(|w| w[0] != w[1]), "the step follows the state: {dts:?}");
+}
+
+/// Observed order of convergence (spec §9.2 "numerical order", §10.8): η after 5 s of a
+/// cosine bell on grids n and 2n, each against the finest grid averaged onto it.
+fn observed_order(scheme: &str, grids: &[usize], finest: usize) -> Vec<f64> {
+    let run = |n: usize| -> Vec<f64> {
+        let dx = 100.0 / n as f64;
+        let c = match scheme {
+            "fbl" => 0.45,
+            "ctcs" => 0.3,
+            _ => 0.1,
+        };
+        let dt = c * dx / (0.25 + (9.81f64 * 0.5).sqrt());
+        let p = params(&format!(
+            "{{scheme: {scheme}, nx: {n}, ny: {n}, dx: {dx}, dt: {dt}, coriolis: {{f0: 0.01}}, \
+             bathymetry: {{flat: 0.5}}, initial: {{hump: {{shape: cosine, amplitude: 0.005, radius: 30.0}}}}}}"
+        ));
+        let mut s = p.validated_build(Precision::F64, &sim::solvers::Device::Cpu).unwrap();
+        let mut t = 0.0;
+        while t < 5.0 - 1e-12 {
+            let step = dt.min(5.0 - t);
+            s.advance(step).unwrap();
+            t += step;
+        }
+        eta_of(s.as_ref())
+    };
+    let fine = run(finest);
+    let errors: Vec<f64> = grids
+        .iter()
+        .map(|&n| {
+            let coarse = run(n);
+            let r = finest / n;
+            let mut sum = 0.0;
+            for j in 0..n {
+                for i in 0..n {
+                    let mut avg = 0.0;
+                    for b in 0..r {
+                        for a in 0..r {
+                            avg += fine[(j * r + b) * finest + i * r + a];
+                        }
+                    }
+                    sum += (coarse[j * n + i] - avg / (r * r) as f64).abs();
+                }
+            }
+            sum / (n * n) as f64
+        })
+        .collect();
+    let orders: Vec<f64> = errors.windows(2).map(|e| (e[0] / e[1]).log2()).collect();
+    let show = |v: &[f64], f: fn(&f64) -> String| v.iter().map(f).collect::<Vec<_>>().join(", ");
+    eprintln!("{scheme}: L1 errors [{}], observed orders [{}]", show(&errors, |e| format!("{e:.3e}")), show(&orders, |o| format!("{o:.2}")));
+    orders
+}
+
+#[test]
+fn observed_order_of_convergence_short() {
+    for (scheme, at_least) in [("fbl", 0.8), ("ctcs", 1.6), ("cdklm16", 1.5), ("kp07", 1.5)] {
+        let orders = observed_order(scheme, &[16, 32, 64], 256);
+        let last = *orders.last().unwrap();
+        assert!(last >= at_least, "{scheme}: observed order {last:.2} < {at_least}");
+    }
+}
+
+/// The full sweep of the spec (16 .. 512 against 1024); minutes. `cargo test --release --test
+/// shallow_water -- --ignored --nocapture`; figures in the README.
+#[test]
+#[ignore]
+fn observed_order_of_convergence_full() {
+    for scheme in ["fbl", "ctcs", "cdklm16", "kp07"] {
+        observed_order(scheme, &[16, 32, 64, 128, 256], 1024);
+    }
+}

@@ -2,6 +2,7 @@
 //! CTCS, CDKLM16, KP07), spec `shallow_water.md`.
 
 pub mod cdklm16;
+mod fv;
 pub mod ctcs;
 pub mod fbl;
 pub mod grid;

@@ -126,9 +126,10 @@ impl<T: Real> Scratch<T> {
     /// Velocities of stored row `r`.
     fn velocities(&mut self, gr: &Grid<T>, q: &Q<T>, r: usize) {
         let s = r % 3;
-        let (e, hu, hv, bm) = (q.eta.row(r), q.hu.row(r), q.hv.row(r), gr.bm.row(r));
-        let (u, v) = (&mut self.u[s][..], &mut self.v[s][..]);
-        for k in 0..gr.w {
+        let w = gr.w;
+        let (e, hu, hv, bm) = (&q.eta.row(r)[..w], &q.hu.row(r)[..w], &q.hv.row(r)[..w], &gr.bm.row(r)[..w]);
+        let (u, v) = (&mut self.u[s][..w], &mut self.v[s][..w]);
+        for k in 0..w {
             let h = e[k] + bm[k];
             u[k] = hu[k] / h;
             v[k] = hv[k] / h;
@@ -150,8 +151,8 @@ impl<T: Real> Scratch<T> {
             (&self.v[(r - 1) % 3][c.clone()], &self.v[r % 3][c.clone()], &self.v[(r + 1) % 3][c.clone()]);
         let (em, e0, ep) = (&q.eta.row(r - 1)[c.clone()], &q.eta.row(r)[c.clone()], &q.eta.row(r + 1)[c]);
         let s = r % 2;
-        let (t, un, us) = (&mut self.t[s][..], &mut self.un[s][..], &mut self.us[s][..]);
-        let (vn, vs) = (&mut self.vn[s][..], &mut self.vs[s][..]);
+        let (t, un, us) = (&mut self.t[s][..nx], &mut self.un[s][..nx], &mut self.us[s][..nx]);
+        let (vn, vs) = (&mut self.vn[s][..nx], &mut self.vs[s][..nx]);
         for i in 0..nx {
             let uy = minmod(theta * (u0[i] - um[i]), half * (up[i] - um[i]), theta * (up[i] - u0[i]));
             let vy = minmod(theta * (v0[i] - vm[i]), half * (vp[i] - vm[i]), theta * (vp[i] - v0[i]));
@@ -175,9 +176,10 @@ impl<T: Real> Scratch<T> {
         let (a, b) = (r % 2, (r + 1) % 2);
         let bi = &gr.bi.row(r + 1)[2..nx + 3];
         let (em, ep) = (&q.eta.row(r)[2..nx + 2], &q.eta.row(r + 1)[2..nx + 2]);
-        let (tm, tp) = (&self.t[a][..], &self.t[b][..]);
-        let (vm, vp, um, up) = (&self.vn[a][..], &self.vs[b][..], &self.un[a][..], &self.us[b][..]);
+        let (tm, tp) = (&self.t[a][..nx], &self.t[b][..nx]);
+        let (vm, vp, um, up) = (&self.vn[a][..nx], &self.vs[b][..nx], &self.un[a][..nx], &self.us[b][..nx]);
         let [g1, g2, g3] = &mut self.gn;
+        let (g1, g2, g3) = (&mut g1[..nx], &mut g2[..nx], &mut g3[..nx]);
         for i in 0..nx {
             let hf = half * (bi[i] + bi[i + 1]);
             let hm = (em[i] + hf) + tm[i];
@@ -192,6 +194,8 @@ impl<T: Real> Scratch<T> {
     /// x reconstruction, x fluxes and L of interior row `l` (velocities of row l in place,
     /// y fluxes of its faces in `gs`, `gn`).
     fn row(&mut self, gr: &Grid<T>, q: &Q<T>, l: usize) {
+        // Lets the compiler drop the bounds checks of the loops below.
+        assert_eq!(gr.w, gr.nx + 4);
         let (nx, w, half, two) = (gr.nx, gr.w, T::of(0.5), T::of(2.0));
         let (theta, g, dx, dy) = (gr.theta, gr.g, gr.dx, gr.dy);
         let (tg, hg, g2) = (theta * g, half * g, two * g);
@@ -211,6 +215,7 @@ impl<T: Real> Scratch<T> {
         }
         let (bi0, bi1) = (&gr.bi.row(l)[..w + 1], &gr.bi.row(l + 1)[..w + 1]);
         let [f1, f2, f3] = &mut self.fx;
+        let (f1, f2, f3) = (&mut f1[..w], &mut f2[..w], &mut f3[..w]);
         for k in 1..w - 2 {
             let hf = half * (bi0[k + 1] + bi1[k + 1]);
             let hm = (e[k] + hf) + tx[k];
@@ -221,8 +226,11 @@ impl<T: Real> Scratch<T> {
         }
         let (hu, hv, bm) = (&q.hu.row(l)[..w], &q.hv.row(l)[..w], &gr.bm.row(l)[..w]);
         let [gs1, gs2, gs3] = &self.gs;
+        let (gs1, gs2, gs3) = (&gs1[..nx], &gs2[..nx], &gs3[..nx]);
         let [gn1, gn2, gn3] = &self.gn;
+        let (gn1, gn2, gn3) = (&gn1[..nx], &gn2[..nx], &gn3[..nx]);
         let [l1, l2, l3] = &mut self.l;
+        let (l1, l2, l3) = (&mut l1[..nx], &mut l2[..nx], &mut l3[..nx]);
         let [x, y] = gr.wind;
         for i in 0..nx {
             let k = i + 2;

@@ -72,11 +72,10 @@ fn flux<T: Real>(qm: [T; 3], qp: [T; 3], hf: T, g: T) -> [T; 3] {
     let am = (um - cm).min(up - cp).min(T::zero());
     let ap = (um + cm).max(up + cp).max(T::zero());
     let d = ap - am;
-    if d.abs() < T::of(FLUX_EPS) {
-        return [T::zero(); 3];
-    }
     let apam = ap * am;
-    [0, 1, 2].map(|n| ((ap * fm[n] - am * fp[n]) + apam * (qp[n] - qm[n])) / d)
+    let f = [0, 1, 2].map(|n| ((ap * fm[n] - am * fp[n]) + apam * (qp[n] - qm[n])) / d);
+    // A select rather than an early return, so that the loop vectorises.
+    if d.abs() < T::of(FLUX_EPS) { [T::zero(); 3] } else { f }
 }
 
 /// Half-slope of one component: `½ MM(Θ (q - qm), ½ (qp - qm), Θ (qp - q))`.
@@ -136,9 +135,9 @@ impl<T: Real> Scratch<T> {
         let c = 2..nx + 2;
         for (n, f) in [&q.eta, &q.hu, &q.hv].into_iter().enumerate() {
             let (qm, q0, qp) = (&f.row(r - 1)[c.clone()], &f.row(r)[c.clone()], &f.row(r + 1)[c.clone()]);
-            let (north, south) = (&mut self.north[s][n][..], &mut self.south[s][n][..]);
+            let (north, south) = (&mut self.north[s][n][..nx], &mut self.south[s][n][..nx]);
             if n == 0 {
-                let source = &mut self.source[s][..];
+                let source = &mut self.source[s][..nx];
                 for i in 0..nx {
                     let h_s = half * (bs[i] + bs[i + 1]);
                     let h_n = half * (bn[i] + bn[i + 1]);
@@ -163,8 +162,11 @@ impl<T: Real> Scratch<T> {
         let (a, b) = (r % 2, (r + 1) % 2);
         let bi = &gr.bi.row(r + 1)[2..nx + 3];
         let [em, um, vm] = &self.north[a];
+        let (em, um, vm) = (&em[..nx], &um[..nx], &vm[..nx]);
         let [ep, up, vp] = &self.south[b];
+        let (ep, up, vp) = (&ep[..nx], &up[..nx], &vp[..nx]);
         let [g1, g2, g3] = &mut self.gn;
+        let (g1, g2, g3) = (&mut g1[..nx], &mut g2[..nx], &mut g3[..nx]);
         for i in 0..nx {
             let hf = half * (bi[i] + bi[i + 1]);
             // Normal (hv) first, swapped back after.
@@ -178,12 +180,15 @@ impl<T: Real> Scratch<T> {
     /// x reconstruction, x fluxes and L of interior row `l` (y fluxes of its faces in `gs`,
     /// `gn`, y reconstruction of row l in place).
     fn row(&mut self, gr: &Grid<T>, q: &Q<T>, l: usize) {
+        // Lets the compiler drop the bounds checks of the loops below.
+        assert_eq!(gr.w, gr.nx + 4);
         let (nx, w, half, theta, g) = (gr.nx, gr.w, T::of(0.5), gr.theta, gr.g);
         let (dx, dy) = (gr.dx, gr.dy);
         let hg = half * g;
         let (e, hu, hv) = (&q.eta.row(l)[..w], &q.hu.row(l)[..w], &q.hv.row(l)[..w]);
         let (bi0, bi1) = (&gr.bi.row(l)[..w + 1], &gr.bi.row(l + 1)[..w + 1]);
         let [se, su, sv] = &mut self.sx;
+        let (se, su, sv) = (&mut se[..w], &mut su[..w], &mut sv[..w]);
         for k in 1..w - 1 {
             let h_w = half * (bi0[k] + bi1[k]);
             let h_e = half * (bi0[k + 1] + bi1[k + 1]);
@@ -192,6 +197,7 @@ impl<T: Real> Scratch<T> {
             sv[k] = slope(hv[k - 1], hv[k], hv[k + 1], theta);
         }
         let [f1, f2, f3] = &mut self.fx;
+        let (f1, f2, f3) = (&mut f1[..w], &mut f2[..w], &mut f3[..w]);
         for k in 1..w - 2 {
             let hf = half * (bi0[k + 1] + bi1[k + 1]);
             let qm = [e[k] + se[k], hu[k] + su[k], hv[k] + sv[k]];
@@ -201,9 +207,12 @@ impl<T: Real> Scratch<T> {
         let f = gr.f[l];
         let [x, y] = gr.wind;
         let [gs1, gs2, gs3] = &self.gs;
+        let (gs1, gs2, gs3) = (&gs1[..nx], &gs2[..nx], &gs3[..nx]);
         let [gn1, gn2, gn3] = &self.gn;
-        let source_y = &self.source[l % 2];
+        let (gn1, gn2, gn3) = (&gn1[..nx], &gn2[..nx], &gn3[..nx]);
+        let source_y = &self.source[l % 2][..nx];
         let [l1, l2, l3] = &mut self.l;
+        let (l1, l2, l3) = (&mut l1[..nx], &mut l2[..nx], &mut l3[..nx]);
         for i in 0..nx {
             let k = i + 2;
             let h_w = half * (bi0[k] + bi1[k]);

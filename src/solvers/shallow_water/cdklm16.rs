@@ -405,6 +405,17 @@ mod tests {
         assert!(one == testing::busy_run(3, 20, make));
     }
 
+    /// The friction divisor reproduces GPU Ocean's stages bit for bit with `gpu_ocean_compat`
+    /// and is `1 + b c r dt / h` without.
+    #[test]
+    fn friction_and_wind() {
+        for compat in [true, false] {
+            let (got, want) = testing::friction_step(compat, make);
+            assert_eq!(f32::from_bits(got), f32::from_bits(want), "compat {compat}");
+            assert_eq!(got, want, "compat {compat}");
+        }
+    }
+
     #[test]
     fn cfl_reduction_equals_serial_formula() {
         let (parallel, serial) = testing::cfl_pair(make);

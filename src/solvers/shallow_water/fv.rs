@@ -701,6 +701,31 @@ pub(super) mod testing {
         (s.dt_limit(), (0.5 * m) as f64)
     }
 
+    /// One Heun step of a uniform flow (periodic, flat bottom, f = 0, so that L is exactly the
+    /// wind) with friction r, against GPU Ocean's stage formulas evaluated here in f32:
+    /// compat `hu¹ = (hu⁰ + Δt X) / (1 + C)`, `hu = ½ (hu⁰ + (hu¹ + Δt X)) / (1 + ½ C)`,
+    /// `C = 2 r Δt / h`; clean `1 + r Δt / h` and `1 + ½ r Δt / h`. Returns (ours, expected) hu.
+    pub fn friction_step<S: Scheme<f32>>(compat: bool, make: impl Fn(&Physics, &Initial) -> S) -> (u32, u32) {
+        let mut p = physics(8, 8, 200.0, 0.0, 0.0, sides("periodic"));
+        p.friction = 2.4e-3;
+        p.wind = [3e-4, 0.0];
+        p.gpu_ocean_compat = compat;
+        let (h, hu0, dt) = (7.5f32, 1.3f32, 0.9f32);
+        let (eta, hu, depth) = (|_: At| 0.0, move |_: At| hu0 as f64, move |_: At| h as f64);
+        let mut s = make(&p, &Initial { eta: &eta, hu: &hu, hv: &hu, depth: &depth });
+        s.step(dt as f64, true);
+        let (r, x) = (p.friction as f32, p.wind[0] as f32);
+        let (c1, c2) = if compat {
+            let c = 2.0 * r * dt / h;
+            (c, 0.5 * c)
+        } else {
+            (r * dt / h, 0.5 * (r * dt / h))
+        };
+        let hu1 = (hu0 + dt * x) / (1.0 + c1);
+        let want = 0.5 * (hu0 + (hu1 + dt * x)) / (1.0 + c2);
+        (s.cells().hu[27].to_bits(), want.to_bits())
+    }
+
     /// Times `steps` steps at `n x n` (f32, walls, H = 60 m, Δx = 200 m, the benchmark's bump)
     /// and prints Mcells/s, the given flop and byte estimates per cell and step, and the
     /// bandwidth of a plain parallel copy of the three fields.
@@ -726,26 +751,31 @@ pub(super) mod testing {
         let mut s = make(&p, &Initial { eta: &eta, hu: &zero, hv: &zero, depth: &depth });
         let dt = 0.4 * s.dt_limit();
         s.step(dt, true);
-        let start = Instant::now();
-        for _ in 0..steps {
-            s.step(dt, false);
+        // Best of three, against the other processes on the machine.
+        let mut secs = f64::INFINITY;
+        for _ in 0..3 {
+            let start = Instant::now();
+            for _ in 0..steps {
+                s.step(dt, false);
+            }
+            secs = secs.min(start.elapsed().as_secs_f64());
         }
-        let secs = start.elapsed().as_secs_f64();
         let cells = (n * n) as f64;
         let mcells = cells * steps as f64 / secs / 1e6;
         let len = 3 * (n + 4) * (n + 4);
         let src = vec![1.0f32; len];
         let mut dst = vec![0.0f32; len];
-        let reps = 10;
-        let start = Instant::now();
-        for _ in 0..reps {
+        let mut best = f64::INFINITY;
+        for _ in 0..10 {
+            let start = Instant::now();
             dst.par_chunks_mut(1 << 16).zip(src.par_chunks(1 << 16)).for_each(|(d, s)| d.copy_from_slice(s));
+            best = best.min(start.elapsed().as_secs_f64());
         }
-        let copy = 2.0 * 4.0 * len as f64 * reps as f64 / start.elapsed().as_secs_f64() / 1e9;
+        let copy = 2.0 * 4.0 * len as f64 / best / 1e9;
         let gflops = mcells * flops / 1e3;
         let gbs = mcells * bytes / 1e3;
         eprintln!(
-            "{name} f32 {n}x{n}, {} threads: {mcells:.1} Mcells/s ({secs:.2} s for {steps} steps); \
+            "{name} f32 {n}x{n}, {} threads: {mcells:.1} Mcells/s (best {secs:.2} s for {steps} steps); \
              ~{flops:.0} flop and >= {bytes:.0} B per cell and step -> {gflops:.2} Gflop/s, {gbs:.2} GB/s \
              (copy: {copy:.2} GB/s read+write, {:.0}% of it)",
             rayon::current_num_threads(),

@@ -7,6 +7,7 @@
 //! checkpoints); each scheme owns its arrays and its step behind [`scheme::Scheme`].
 
 pub mod cdklm16;
+mod fv;
 pub mod ctcs;
 pub mod fbl;
 pub mod grid;

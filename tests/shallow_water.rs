@@ -123,7 +123,9 @@ fn shipped_regression(scheme: &str, dt: &str, extra: &str, tolerance_relative: f
     let text = std::fs::read_to_string(root.join("cases/swe_bump_fbl.yaml"))
         .unwrap()
         .replace("scheme: fbl", &format!("scheme: {scheme}{extra}"))
-        .replace("dt: 1.0", &format!("dt: {dt}"));
+        .replace("dt: 1.0", &format!("dt: {dt}"))
+        // GPU Ocean's steps do not land on output times: only the last one is shortened.
+        .replace("every_time: 10.0", "every_steps: 10");
     write(&dir, "c.yaml", &text);
     ok(sim(&dir, &["run", "c.yaml", "--quiet", "--out", "o"]));
     let (_, path) = sim::io::checkpoint::list(&dir.join("o")).pop().unwrap();

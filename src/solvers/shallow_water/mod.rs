@@ -3,6 +3,7 @@
 
 pub mod cdklm16;
 pub mod ctcs;
+mod fd_boundary;
 pub mod fbl;
 pub mod grid;
 pub mod init;

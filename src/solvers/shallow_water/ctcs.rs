@@ -23,6 +23,13 @@
 //!
 //! In both, the V update takes f at the U rows' cell-centre positions (`(l − ½)Δy`).
 //!
+//! Evaluation: the terms follow GPU Ocean's kernel one by one, except that the divisions
+//! are shared (GPU Ocean itself runs with fast, approximate division): each cell's
+//! `1/h` (`h = H + η`) and each corner's `1/D`, `D = ¼((h_SW + h_SE) + (h_NW + h_NE))`
+//! (= `H̄ + η̄`), are computed once per step and used by the U and V updates that need
+//! them, and divisions by constants are multiplications by their reciprocals. This changes
+//! results only at round-off level (the f32 regression errors stay ≈ 3e-6).
+//!
 //! CPU structure (spec §8): one fused pass, parallel over blocks of output rows, reads
 //! H, η, U, V of level `n` and the centre values of level `n − 1`, and writes U, V, η of
 //! level `n + 1` in place into the level `n − 1` buffers (10 values per cell); the north
@@ -74,18 +81,21 @@ struct Consts<T> {
     a: T,
     minus_g: T,
     minus_half_g: T,
-    dx: T,
-    dy: T,
-    dx2: T,
-    dy2: T,
+    inv_dx: T,
+    inv_dy: T,
+    inv_dx2: T,
+    inv_dy2: T,
+    /// `1 / (1 + visc)`: the implicit factor without friction.
+    inv_c: T,
     dx_dy: T,
     dy_dx: T,
     tdt_dx: T,
     tdt_dy: T,
     wind_x: T,
     wind_y: T,
-    /// Advection added as `+N` (GPU Ocean) rather than `−N` (physical).
-    gpu_sign: bool,
+    /// `+1`: advection added as `+N` (GPU Ocean), `−1`: as `−N` (physical); `P + s N` is
+    /// exactly `N + P` or `P − N`.
+    adv_sign: T,
     wall_n: bool,
     wall_e: bool,
     wall_s: bool,
@@ -134,27 +144,29 @@ impl<T: Real> Ctcs<T> {
         let t = T::of;
         let (dx, dy, a, g) = (t(p.dx), t(p.dy), t(p.viscosity), t(p.g));
         let (dx2, dy2) = (dx * dx, dy * dy);
+        let visc = a * tdt * (dx2 + dy2) / (dx2 * dy2);
         Consts {
             nx: p.nx,
             ny: p.ny,
             tdt,
             r_tdt: t(p.friction) * tdt,
             friction: p.friction != 0.0,
-            visc: a * tdt * (dx2 + dy2) / (dx2 * dy2),
+            visc,
             a,
             minus_g: -g,
             minus_half_g: t(-0.5) * g,
-            dx,
-            dy,
-            dx2,
-            dy2,
+            inv_dx: T::one() / dx,
+            inv_dy: T::one() / dy,
+            inv_dx2: T::one() / dx2,
+            inv_dy2: T::one() / dy2,
+            inv_c: T::one() / (T::one() + visc),
             dx_dy: dx / dy,
             dy_dx: dy / dx,
             tdt_dx: tdt / dx,
             tdt_dy: tdt / dy,
             wind_x: t(p.wind[0]),
             wind_y: t(p.wind[1]),
-            gpu_sign: p.gpu_ocean_compat,
+            adv_sign: if p.gpu_ocean_compat { T::one() } else { -T::one() },
             wall_n: p.sides.north == Side::Wall,
             wall_e: p.sides.east == Side::Wall,
             wall_s: p.sides.south == Side::Wall,
@@ -186,7 +198,14 @@ impl<T: Real> Ctcs<T> {
             .enumerate()
             .for_each(|(i, ((e, u), v))| rows(1 + i * ROWS, e, u, v, &inp, &c));
         // The north boundary faces (row ny + 1) of V.
-        v_row(&mut hv_north[..wv], ny + 1, &inp, &c);
+        let mut h = [vec![T::zero(); we], vec![T::zero(); we]];
+        let mut rh = [vec![T::zero(); we], vec![T::zero(); we]];
+        let mut rc = vec![T::zero(); nx + 1];
+        for (i, l) in [ny, ny + 1].into_iter().enumerate() {
+            depth_row(&mut h[i], &mut rh[i], l, &inp, &c);
+        }
+        corner_row(&mut rc, &h[0], &h[1], &c);
+        v_row(&mut hv_north[..wv], ny + 1, &inp, &c, &rh[0], &rh[1], &rc);
     }
 }
 
@@ -204,18 +223,79 @@ fn rows<T: Real>(a: usize, e: &mut [T], u: &mut [T], v: &mut [T], inp: &Inputs<T
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn rows_avx2<T: Real>(a: usize, e: &mut [T], u: &mut [T], v: &mut [T], inp: &Inputs<T>, c: &Consts<T>) {
+unsafe fn rows_avx2<T: Real>(
+    a: usize,
+    e: &mut [T],
+    u: &mut [T],
+    v: &mut [T],
+    inp: &Inputs<T>,
+    c: &Consts<T>,
+) {
     rows_body(a, e, u, v, inp, c)
 }
 
 #[inline(always)]
-fn rows_body<T: Real>(a: usize, e: &mut [T], u: &mut [T], v: &mut [T], inp: &Inputs<T>, c: &Consts<T>) {
+fn rows_body<T: Real>(
+    a: usize,
+    e: &mut [T],
+    u: &mut [T],
+    v: &mut [T],
+    inp: &Inputs<T>,
+    c: &Consts<T>,
+) {
     let (we, wu, wv) = (c.nx + 2, c.nx + 3, c.nx + 2);
+    // Rolling rows shared by the U and V updates: h = H + η of cell rows l-1, l (then l,
+    // l+1), 1/h of rows l-1, l, l+1, and 1/(corner depth) of the corner rows l-1/2, l+1/2.
+    let mut h = [vec![T::zero(); we], vec![T::zero(); we]];
+    let mut rh = [vec![T::zero(); we], vec![T::zero(); we], vec![T::zero(); we]];
+    let mut rc = [vec![T::zero(); c.nx + 1], vec![T::zero(); c.nx + 1]];
+    {
+        let [h0, h1] = &mut h;
+        let [rh0, rh1, _] = &mut rh;
+        depth_row(h0, rh0, a - 1, inp, c);
+        depth_row(h1, rh1, a, inp, c);
+        corner_row(&mut rc[0], h0, h1, c);
+    }
     for r in 0..e.len() / we {
         let l = a + r;
-        u_row(&mut u[r * wu..(r + 1) * wu], l, inp, c);
-        v_row(&mut v[r * wv..(r + 1) * wv], l, inp, c);
+        {
+            let [h_lo, h_hi] = &mut h;
+            // h row l - 1 is no longer needed: row l + 1 takes its place.
+            depth_row(h_lo, &mut rh[2], l + 1, inp, c);
+            corner_row(&mut rc[1], h_hi, h_lo, c);
+        }
+        u_row(&mut u[r * wu..(r + 1) * wu], l, inp, c, &rh[1], &rc[0], &rc[1]);
+        v_row(&mut v[r * wv..(r + 1) * wv], l, inp, c, &rh[0], &rh[1], &rc[0]);
         eta_row(&mut e[r * we..(r + 1) * we], l, inp, c);
+        h.swap(0, 1);
+        rh.rotate_left(1);
+        rc.swap(0, 1);
+    }
+}
+
+/// `h = H + η` of cell row `l` (all columns) and `1/h`.
+#[inline(always)]
+fn depth_row<T: Real>(h: &mut [T], inv: &mut [T], l: usize, inp: &Inputs<T>, c: &Consts<T>) {
+    let w = c.nx + 2;
+    let (h, inv) = (&mut h[..w], &mut inv[..w]);
+    let (depth, eta) = (&inp.h.row(l)[..w], &inp.eta.row(l)[..w]);
+    let one = T::one();
+    for k in 0..w {
+        h[k] = depth[k] + eta[k];
+        inv[k] = one / h[k];
+    }
+}
+
+/// `1/D` at the corners between cell rows `south` and `north` (their depths h), corner `c`
+/// between columns `c` and `c + 1` (`c = 0..=nx`), `D = ¼((h_SW + h_SE) + (h_NW + h_NE))`.
+#[inline(always)]
+fn corner_row<T: Real>(out: &mut [T], south: &[T], north: &[T], c: &Consts<T>) {
+    let m = c.nx + 1;
+    let out = &mut out[..m];
+    let (sw, se, nw, ne) = (&south[..m], &south[1..m + 1], &north[..m], &north[1..m + 1]);
+    let (one, quarter) = (T::one(), T::of(0.25));
+    for k in 0..m {
+        out[k] = one / (quarter * ((sw[k] + se[k]) + (nw[k] + ne[k])));
     }
 }
 
@@ -226,51 +306,64 @@ fn seg<T: Real>(f: &Field<T>, row: usize, from: usize, len: usize) -> &[T] {
 }
 
 /// U of row `l` (1..=ny) on the faces `1..=nx+1`; `out` is the whole row, holding U⁰.
+/// `rh`: 1/h of the cells of row `l`; `rc_s`, `rc_n`: 1/D of the corners south and north.
 #[inline(always)]
-fn u_row<T: Real>(out: &mut [T], l: usize, inp: &Inputs<T>, c: &Consts<T>) {
+fn u_row<T: Real>(
+    out: &mut [T],
+    l: usize,
+    inp: &Inputs<T>,
+    c: &Consts<T>,
+    rh: &[T],
+    rc_s: &[T],
+    rc_n: &[T],
+) {
     let nx = c.nx;
     let m = nx + 1;
     // Face k (1..=nx+1) at index k - 1: west cell k - 1, east cell k.
     let west = |f, row| seg(f, row, 0, m);
     let east = |f, row| seg(f, row, 1, m);
-    let (h_s_w, h_s_e, h_w, h_e, h_n_w, h_n_e) =
-        (west(inp.h, l - 1), east(inp.h, l - 1), west(inp.h, l), east(inp.h, l), west(inp.h, l + 1), east(inp.h, l + 1));
-    let (e_s_w, e_s_e, e_w, e_e, e_n_w, e_n_e) = (
-        west(inp.eta, l - 1),
-        east(inp.eta, l - 1),
-        west(inp.eta, l),
-        east(inp.eta, l),
-        west(inp.eta, l + 1),
-        east(inp.eta, l + 1),
-    );
+    let (h_w, h_e) = (west(inp.h, l), east(inp.h, l));
+    let (e_w, e_e) = (west(inp.eta, l), east(inp.eta, l));
+    let (rh_w, rh_e) = (&rh[..m], &rh[1..m + 1]);
+    let (rc_s, rc_n) = (&rc_s[..m], &rc_n[..m]);
     let hu = inp.hu.row(l);
     let (u_m0, u_00, u_p0) = (&hu[..m], &hu[1..m + 1], &hu[2..m + 2]);
     let (u_0m, u_0p) = (&inp.hu.row(l - 1)[1..m + 1], &inp.hu.row(l + 1)[1..m + 1]);
     // V faces south (row l) and north (row l + 1) of the face, west and east of it.
-    let (v_s_w, v_s_e, v_n_w, v_n_e) = (west(inp.hv, l), east(inp.hv, l), west(inp.hv, l + 1), east(inp.hv, l + 1));
+    let (v_s_w, v_s_e, v_n_w, v_n_e) =
+        (west(inp.hv, l), east(inp.hv, l), west(inp.hv, l + 1), east(inp.hv, l + 1));
     let (f_s, f_n) = (inp.f_vq[l], inp.f_vq[l + 1]);
     let u0 = &mut out[1..m + 1];
     let (half, quarter, one) = (T::of(0.5), T::of(0.25), T::one());
     let c = *c;
-    for k in 0..m {
-        let h_x = half * (h_w[k] + h_e[k]);
-        let h_bar_s = quarter * (h_s_w[k] + h_s_e[k] + h_w[k] + h_e[k]);
-        let h_bar_n = quarter * (h_w[k] + h_e[k] + h_n_w[k] + h_n_e[k]);
-        let eta_bar_s = quarter * (e_s_w[k] + e_s_e[k] + e_w[k] + e_e[k]);
-        let eta_bar_n = quarter * (e_w[k] + e_e[k] + e_n_w[k] + e_n_e[k]);
-        let f_v = quarter * (f_s * (v_s_w[k] + v_s_e[k]) + f_n * (v_n_w[k] + v_n_e[k]));
-        let cc = if c.friction { one + c.r_tdt / h_x + c.visc } else { one + c.visc };
-        let p_hat = c.minus_half_g * (e_e[k] * e_e[k] - e_w[k] * e_w[k]);
-        let p = c.minus_g * h_x * (e_e[k] - e_w[k]) + p_hat;
-        let n_a = (u_p0[k] + u_00[k]) * (u_p0[k] + u_00[k]) / (h_e[k] + e_e[k]);
-        let n_b = (u_00[k] + u_m0[k]) * (u_00[k] + u_m0[k]) / (h_w[k] + e_w[k]);
-        let n_c = (u_0p[k] + u_00[k]) * (v_n_e[k] + v_n_w[k]) / (h_bar_n + eta_bar_n);
-        let n_d = (u_00[k] + u_0m[k]) * (v_s_e[k] + v_s_w[k]) / (h_bar_s + eta_bar_s);
-        let n = quarter * (n_a - n_b + c.dx_dy * (n_c - n_d));
-        let old = u0[k];
-        let e = (u_p0[k] - old + u_m0[k]) / c.dx2 + (u_0p[k] - old + u_0m[k]) / c.dy2;
-        let adv = if c.gpu_sign { n + p } else { p - n };
-        u0[k] = (old + c.tdt * (f_v + adv / c.dx + c.wind_x + c.a * e)) / cc;
+    macro_rules! body {
+        ($k:ident, $inv_c:expr) => {{
+            let k = $k;
+            let h_x = half * (h_w[k] + h_e[k]);
+            let f_v = quarter * (f_s * (v_s_w[k] + v_s_e[k]) + f_n * (v_n_w[k] + v_n_e[k]));
+            let p_hat = c.minus_half_g * (e_e[k] * e_e[k] - e_w[k] * e_w[k]);
+            let p = c.minus_g * h_x * (e_e[k] - e_w[k]) + p_hat;
+            let (east, west) = (u_p0[k] + u_00[k], u_00[k] + u_m0[k]);
+            let n_a = east * east * rh_e[k];
+            let n_b = west * west * rh_w[k];
+            let n_c = (u_0p[k] + u_00[k]) * (v_n_e[k] + v_n_w[k]) * rc_n[k];
+            let n_d = (u_00[k] + u_0m[k]) * (v_s_e[k] + v_s_w[k]) * rc_s[k];
+            let n = quarter * (n_a - n_b + c.dx_dy * (n_c - n_d));
+            let old = u0[k];
+            let e = (u_p0[k] - old + u_m0[k]) * c.inv_dx2 + (u_0p[k] - old + u_0m[k]) * c.inv_dy2;
+            let adv = p + c.adv_sign * n;
+            let rhs = old + c.tdt * (f_v + adv * c.inv_dx + c.wind_x + c.a * e);
+            u0[k] = $inv_c(rhs, h_x);
+        }};
+    }
+    if c.friction {
+        for k in 0..m {
+            body!(k, |rhs, h_x| rhs / (one + c.r_tdt / h_x + c.visc));
+        }
+    } else {
+        for k in 0..m {
+            body!(k, |rhs, _| rhs * c.inv_c);
+        }
     }
     if c.wall_w {
         u0[0] = T::zero();
@@ -281,8 +374,17 @@ fn u_row<T: Real>(out: &mut [T], l: usize, inp: &Inputs<T>, c: &Consts<T>) {
 }
 
 /// V of row `l` (1..=ny+1) on the columns `1..=nx`; `out` is the whole row, holding V⁰.
+/// `rh_s`, `rh_n`: 1/h of the cell rows `l − 1` and `l`; `rc`: 1/D of the corners between them.
 #[inline(always)]
-fn v_row<T: Real>(out: &mut [T], l: usize, inp: &Inputs<T>, c: &Consts<T>) {
+fn v_row<T: Real>(
+    out: &mut [T],
+    l: usize,
+    inp: &Inputs<T>,
+    c: &Consts<T>,
+    rh_s: &[T],
+    rh_n: &[T],
+    rc: &[T],
+) {
     let nx = c.nx;
     let v0 = &mut out[1..nx + 1];
     if (l == 1 && c.wall_s) || (l == c.ny + 1 && c.wall_n) {
@@ -291,42 +393,46 @@ fn v_row<T: Real>(out: &mut [T], l: usize, inp: &Inputs<T>, c: &Consts<T>) {
     }
     // Column k (1..=nx) at index k - 1; cells south (row l - 1) and north (row l).
     let col = |f, row, off| seg(f, row, off, nx);
-    let (h_s_w, h_s, h_s_e, h_n_w, h_n, h_n_e) =
-        (col(inp.h, l - 1, 0), col(inp.h, l - 1, 1), col(inp.h, l - 1, 2), col(inp.h, l, 0), col(inp.h, l, 1), col(inp.h, l, 2));
-    let (e_s_w, e_s, e_s_e, e_n_w, e_n, e_n_e) = (
-        col(inp.eta, l - 1, 0),
-        col(inp.eta, l - 1, 1),
-        col(inp.eta, l - 1, 2),
-        col(inp.eta, l, 0),
-        col(inp.eta, l, 1),
-        col(inp.eta, l, 2),
-    );
+    let (h_s, h_n) = (col(inp.h, l - 1, 1), col(inp.h, l, 1));
+    let (e_s, e_n) = (col(inp.eta, l - 1, 1), col(inp.eta, l, 1));
+    let (rh_s, rh_n) = (&rh_s[1..nx + 1], &rh_n[1..nx + 1]);
+    let (rc_w, rc_e) = (&rc[..nx], &rc[1..nx + 1]);
     let (v_m0, v_00, v_p0) = (col(inp.hv, l, 0), col(inp.hv, l, 1), col(inp.hv, l, 2));
     let (v_0m, v_0p) = (col(inp.hv, l - 1, 1), col(inp.hv, l + 1, 1));
     // U faces west (column k) and east (k + 1) of the face, in the rows south and north.
-    let (u_s_w, u_s_e, u_n_w, u_n_e) = (col(inp.hu, l - 1, 1), col(inp.hu, l - 1, 2), col(inp.hu, l, 1), col(inp.hu, l, 2));
+    let (u_s_w, u_s_e, u_n_w, u_n_e) =
+        (col(inp.hu, l - 1, 1), col(inp.hu, l - 1, 2), col(inp.hu, l, 1), col(inp.hu, l, 2));
     let (f_s, f_n) = (inp.f_c[l - 1], inp.f_c[l]);
     let (half, quarter, one) = (T::of(0.5), T::of(0.25), T::one());
     let c = *c;
-    for k in 0..nx {
-        let h_y = half * (h_s[k] + h_n[k]);
-        let h_bar_w = quarter * (h_s_w[k] + h_n_w[k] + h_s[k] + h_n[k]);
-        let h_bar_e = quarter * (h_s[k] + h_n[k] + h_s_e[k] + h_n_e[k]);
-        let eta_bar_w = quarter * (e_s_w[k] + e_n_w[k] + e_s[k] + e_n[k]);
-        let eta_bar_e = quarter * (e_s[k] + e_n[k] + e_s_e[k] + e_n_e[k]);
-        let f_u = quarter * (f_s * (u_s_w[k] + u_s_e[k]) + f_n * (u_n_w[k] + u_n_e[k]));
-        let cc = if c.friction { one + c.r_tdt / h_y + c.visc } else { one + c.visc };
-        let p_hat = c.minus_half_g * (e_n[k] * e_n[k] - e_s[k] * e_s[k]);
-        let p = c.minus_g * h_y * (e_n[k] - e_s[k]) + p_hat;
-        let n_a = (v_0p[k] + v_00[k]) * (v_0p[k] + v_00[k]) / (h_n[k] + e_n[k]);
-        let n_b = (v_00[k] + v_0m[k]) * (v_00[k] + v_0m[k]) / (h_s[k] + e_s[k]);
-        let n_c = (u_n_e[k] + u_s_e[k]) * (v_p0[k] + v_00[k]) / (h_bar_e + eta_bar_e);
-        let n_d = (u_n_w[k] + u_s_w[k]) * (v_00[k] + v_m0[k]) / (h_bar_w + eta_bar_w);
-        let n = quarter * (n_a - n_b + c.dy_dx * (n_c - n_d));
-        let old = v0[k];
-        let e = (v_p0[k] - old + v_m0[k]) / c.dx2 + (v_0p[k] - old + v_0m[k]) / c.dy2;
-        let adv = if c.gpu_sign { n + p } else { p - n };
-        v0[k] = (old + c.tdt * (-f_u + adv / c.dy + c.wind_y + c.a * e)) / cc;
+    macro_rules! body {
+        ($k:ident, $inv_c:expr) => {{
+            let k = $k;
+            let h_y = half * (h_s[k] + h_n[k]);
+            let f_u = quarter * (f_s * (u_s_w[k] + u_s_e[k]) + f_n * (u_n_w[k] + u_n_e[k]));
+            let p_hat = c.minus_half_g * (e_n[k] * e_n[k] - e_s[k] * e_s[k]);
+            let p = c.minus_g * h_y * (e_n[k] - e_s[k]) + p_hat;
+            let (north, south) = (v_0p[k] + v_00[k], v_00[k] + v_0m[k]);
+            let n_a = north * north * rh_n[k];
+            let n_b = south * south * rh_s[k];
+            let n_c = (u_n_e[k] + u_s_e[k]) * (v_p0[k] + v_00[k]) * rc_e[k];
+            let n_d = (u_n_w[k] + u_s_w[k]) * (v_00[k] + v_m0[k]) * rc_w[k];
+            let n = quarter * (n_a - n_b + c.dy_dx * (n_c - n_d));
+            let old = v0[k];
+            let e = (v_p0[k] - old + v_m0[k]) * c.inv_dx2 + (v_0p[k] - old + v_0m[k]) * c.inv_dy2;
+            let adv = p + c.adv_sign * n;
+            let rhs = old + c.tdt * (-f_u + adv * c.inv_dy + c.wind_y + c.a * e);
+            v0[k] = $inv_c(rhs, h_y);
+        }};
+    }
+    if c.friction {
+        for k in 0..nx {
+            body!(k, |rhs, h_y| rhs / (one + c.r_tdt / h_y + c.visc));
+        }
+    } else {
+        for k in 0..nx {
+            body!(k, |rhs, _| rhs * c.inv_c);
+        }
     }
 }
 
@@ -418,7 +524,7 @@ mod tests {
     /// `Δt' = (T/n)(1 + 1/(100n))`, the last step shorter.
     fn steps(t_end: f64, dt: f64) -> Vec<f64> {
         let mut n = (t_end / dt + 1.0).floor() as usize;
-        if n % 2 == 0 {
+        if n.is_multiple_of(2) {
             n += 1;
         }
         let base = (t_end / n as f64) * (1.0 + 1.0 / (100.0 * n as f64));
@@ -441,9 +547,15 @@ mod tests {
         let r = |f: &str| read(&case.file("CTCS", f));
         let (eta, hu, hv) = s.previous();
         [
-            max_difference(&block(&r("eta"), 1, 1, ny, nx), ny, nx, |l, k| eta.at(l + 1, k + 1).f64()),
-            max_difference(&block(&r("u"), 1, 2, ny, nx - 1), ny, nx - 1, |l, k| hu.at(l + 1, k + 2).f64()),
-            max_difference(&block(&r("v"), 2, 1, ny - 1, nx), ny - 1, nx, |l, k| hv.at(l + 2, k + 1).f64()),
+            max_difference(&block(&r("eta"), 1, 1, ny, nx), ny, nx, |l, k| {
+                eta.at(l + 1, k + 1).f64()
+            }),
+            max_difference(&block(&r("u"), 1, 2, ny, nx - 1), ny, nx - 1, |l, k| {
+                hu.at(l + 1, k + 2).f64()
+            }),
+            max_difference(&block(&r("v"), 2, 1, ny - 1, nx), ny - 1, nx, |l, k| {
+                hv.at(l + 2, k + 1).f64()
+            }),
         ]
     }
 
@@ -492,7 +604,8 @@ mod tests {
         let s = Ctcs::<f32>::new(&p, &Initial { eta: &eta0, hu: &hu0, hv: &hv0, depth: &depth });
         for level in [&s.cur, &s.prev] {
             let (eta, u, v) = (&level.eta, &level.hu, &level.hv);
-            let col = |f: &Field<f32>, k: usize| (0..f.height).map(|l| f.at(l, k)).collect::<Vec<_>>();
+            let col =
+                |f: &Field<f32>, k: usize| (0..f.height).map(|l| f.at(l, k)).collect::<Vec<_>>();
             let row = |f: &Field<f32>, l: usize| f.row(l).to_vec();
             // East-west.
             assert_eq!(col(eta, 0), col(eta, nx));
@@ -551,7 +664,9 @@ mod tests {
     }
 
     fn mass(eta: &Field<f32>) -> f64 {
-        (1..eta.height - 1).map(|l| eta.row(l)[1..eta.width - 1].iter().map(|&x| x as f64).sum::<f64>()).sum()
+        (1..eta.height - 1)
+            .map(|l| eta.row(l)[1..eta.width - 1].iter().map(|&x| x as f64).sum::<f64>())
+            .sum()
     }
 
     #[test]
@@ -561,7 +676,12 @@ mod tests {
             let m0 = case.with_initial(&p, |init| mass(&Ctcs::<f32>::new(&p, init).cur.eta));
             let s = run::<f32>(case, case.sides);
             let drift = [&s.cur.eta, &s.prev.eta].map(|e| ((mass(e) - m0) / m0).abs());
-            eprintln!("CTCS {:<28} relative mass drift {:.1e} (older level {:.1e})", case.label(), drift[0], drift[1]);
+            eprintln!(
+                "CTCS {:<28} relative mass drift {:.1e} (older level {:.1e})",
+                case.label(),
+                drift[0],
+                drift[1]
+            );
             assert!(drift.iter().all(|&d| d <= 1e-6), "{}: drift {drift:?}", case.label());
         }
     }
@@ -621,7 +741,9 @@ mod tests {
                 total += s.cur.eta.at(l, k);
             }
         }
-        eprintln!("CTCS clean vs GPU Ocean variant (betamodel, f64): max |eta difference| {diff:e}");
+        eprintln!(
+            "CTCS clean vs GPU Ocean variant (betamodel, f64): max |eta difference| {diff:e}"
+        );
         assert!(diff > 0.0 && diff < 1e-2, "{diff:e}");
         assert!(((total - m0) / m0).abs() < 1e-6);
     }
@@ -633,7 +755,14 @@ mod tests {
         let names: Vec<_> = s.arrays().iter().map(|(n, _, f)| (*n, f.width, f.height)).collect();
         assert_eq!(
             names,
-            [("eta", 52, 72), ("hu", 53, 72), ("hv", 52, 73), ("eta_prev", 52, 72), ("hu_prev", 53, 72), ("hv_prev", 52, 73)]
+            [
+                ("eta", 52, 72),
+                ("hu", 53, 72),
+                ("hv", 52, 73),
+                ("eta_prev", 52, 72),
+                ("hu_prev", 53, 72),
+                ("hv_prev", 52, 73)
+            ]
         );
         let c = s.cells();
         assert_eq!(c.hu[3 * 50 + 7], 0.5 * (s.cur.hu.at(4, 8) + s.cur.hu.at(4, 9)));
@@ -647,6 +776,8 @@ mod tests {
     #[test]
     #[ignore]
     fn bench_2048() {
-        super::super::fd_boundary::bench::run("CTCS", 40.0, 20.0, |p, init| Ctcs::<f32>::new(p, init));
+        super::super::fd_boundary::bench::run("CTCS", 40.0, 20.0, |p, init| {
+            Ctcs::<f32>::new(p, init)
+        });
     }
 }

@@ -15,17 +15,22 @@
 //! boundaries both ways those two corner faces keep their initial value (they matter only
 //! through f·U at the corner V faces); without it whole rows are copied.
 //!
-//! CPU structure (spec §8): one fused pass, parallel over blocks of output rows. A block of
-//! rows `a..b` computes U* for rows `a−1..=b` and V* for rows `a..=b` on the fly in rolling
-//! row buffers (U* rows `l−1..=l+1` and V* rows `l..=l+1` for output row `l`), and writes U,
-//! V, η of its rows into the second buffer; the ghost pass (spec §3.3) follows, then the two
-//! buffers swap. Every value is computed by the same expression whatever the split, so the
-//! results are bitwise independent of the thread count.
+//! CPU structure (spec §8): one fused pass, parallel over blocks of output rows, reading
+//! H, η, U, V and writing U, V, η into the second buffer (7 values per cell). A block of
+//! rows `a..b` computes U* of rows `a..b` and V* of rows `a..b` straight into its output
+//! rows, and U* of rows `a − 1`, `b` and V* of row `b` (needed by its first and last rows)
+//! into scratch rows; output row `l` is finished (η) as soon as U* of `l + 1` and V* of
+//! `l + 1` exist, so the rows it reads are still in cache. The ghost pass (spec §3.3)
+//! follows, then the two buffers swap. Every value is computed by the same expression
+//! whatever the split, so the results are bitwise independent of the thread count.
 //!
 //! Storage follows [`super::fd_boundary`]: FBL's `U_spec[l][k]` (east face of column `k`) is
-//! `hu[l][k + 1]`. The step stores U* faces `0..nx` (spec) and V* rows `1..=ny`; the east
-//! boundary face and the north boundary row are set by the ghost pass (or, for a sponge
-//! side, keep their initial value), as in GPU Ocean.
+//! `hu[l][k + 1]`. The step stores U* on the faces `0..=nx` of rows `1..=ny` and V* on rows
+//! `1..=ny`. GPU Ocean does not store the east boundary face; here the ghost pass rewrites
+//! it (wall: 0, which the step already gives; periodic: the west face, bitwise the same
+//! value) or, on a sponge side, the relaxation resets it to the exterior value, so the
+//! result is the same. The north boundary row of V is left to the ghost pass (or keeps its
+//! initial value on a sponge side), as in GPU Ocean.
 
 use rayon::prelude::*;
 
@@ -166,12 +171,26 @@ fn rows<T: Real>(a: usize, e: &mut [T], u: &mut [T], v: &mut [T], inp: &Inputs<T
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn rows_avx2<T: Real>(a: usize, e: &mut [T], u: &mut [T], v: &mut [T], inp: &Inputs<T>, c: &Consts<T>) {
+unsafe fn rows_avx2<T: Real>(
+    a: usize,
+    e: &mut [T],
+    u: &mut [T],
+    v: &mut [T],
+    inp: &Inputs<T>,
+    c: &Consts<T>,
+) {
     rows_body(a, e, u, v, inp, c)
 }
 
 #[inline(always)]
-fn rows_body<T: Real>(a: usize, e: &mut [T], u: &mut [T], v: &mut [T], inp: &Inputs<T>, c: &Consts<T>) {
+fn rows_body<T: Real>(
+    a: usize,
+    e: &mut [T],
+    u: &mut [T],
+    v: &mut [T],
+    inp: &Inputs<T>,
+    c: &Consts<T>,
+) {
     let nx = c.nx;
     let (we, wu, wv) = (nx + 2, nx + 3, nx + 2);
     let n = e.len() / we;
@@ -355,9 +374,15 @@ mod tests {
         let r = |f: &str| read(&case.file("FBL", f));
         let (eta, hu, hv) = (&s.cur.eta, &s.cur.hu, &s.cur.hv);
         [
-            max_difference(&block(&r("eta"), 0, 0, ny, nx), ny, nx, |l, k| eta.at(l + 1, k + 1).f64()),
-            max_difference(&block(&r("u"), 0, 0, ny, nx + 1), ny, nx + 1, |l, k| hu.at(l + 1, k + 1).f64()),
-            max_difference(&block(&r("v"), 0, 0, ny + 1, nx), ny + 1, nx, |l, k| hv.at(l + 1, k + 1).f64()),
+            max_difference(&block(&r("eta"), 0, 0, ny, nx), ny, nx, |l, k| {
+                eta.at(l + 1, k + 1).f64()
+            }),
+            max_difference(&block(&r("u"), 0, 0, ny, nx + 1), ny, nx + 1, |l, k| {
+                hu.at(l + 1, k + 1).f64()
+            }),
+            max_difference(&block(&r("v"), 0, 0, ny + 1, nx), ny + 1, nx, |l, k| {
+                hv.at(l + 1, k + 1).f64()
+            }),
         ]
     }
 
@@ -391,7 +416,9 @@ mod tests {
     }
 
     fn mass<T: Real>(s: &Fbl<T>) -> f64 {
-        (1..=s.p.ny).map(|l| s.cur.eta.row(l)[1..=s.p.nx].iter().map(|x| x.f64()).sum::<f64>()).sum()
+        (1..=s.p.ny)
+            .map(|l| s.cur.eta.row(l)[1..=s.p.nx].iter().map(|x| x.f64()).sum::<f64>())
+            .sum()
     }
 
     #[test]
@@ -446,7 +473,9 @@ mod tests {
         let s = run::<f32>(&case, case.sides);
         let near = mirror_errors(&s, (25, 35), 20, 30);
         let full = mirror_errors(&s, (25, 35), 24, 34);
-        eprintln!("FBL mirror symmetry, reference setup: within 20/30 cells {near:?}, whole domain {full:?}");
+        eprintln!(
+            "FBL mirror symmetry, reference setup: within 20/30 cells {near:?}, whole domain {full:?}"
+        );
         assert_eq!(near, [0.0; 3]);
         assert!(full.iter().all(|&d| d <= 1e-18), "{full:?}");
 
@@ -458,7 +487,8 @@ mod tests {
         };
         let zero = |_: super::super::grid::At| 0.0;
         let depth = |_: super::super::grid::At| 60.0;
-        let mut s = Fbl::<f32>::new(&p, &Initial { eta: &bump, hu: &zero, hv: &zero, depth: &depth });
+        let mut s =
+            Fbl::<f32>::new(&p, &Initial { eta: &bump, hu: &zero, hv: &zero, depth: &depth });
         for i in 0..50 {
             s.step(1.0, i == 0);
         }
@@ -517,6 +547,6 @@ mod tests {
     #[test]
     #[ignore]
     fn bench_2048() {
-        super::super::fd_boundary::bench::run("FBL", 28.0, 0.0, |p, init| Fbl::<f32>::new(p, init));
+        super::super::fd_boundary::bench::run("FBL", 28.0, 0.0, Fbl::<f32>::new);
     }
 }

@@ -543,6 +543,68 @@ mod tests {
         assert!((s.dt_limit() - want).abs() < 1e-12);
     }
 
+    /// Periodic both ways with f ≠ 0: GPU Ocean (`gpu_ocean_compat`) never updates the two
+    /// boundary faces of U's ghost rows (they keep their initial value, here 0); the clean
+    /// variant copies them from the opposite interior row like every other ghost.
+    #[test]
+    fn doubly_periodic_corner_faces() {
+        let case = cases("FBL").into_iter().find(|c| c.bc == "periodicAll" && c.init == "corner");
+        let case = case.unwrap();
+        let mut p = case.physics(0.0, case.sides);
+        p.f0 = 0.01;
+        let (nx, ny) = (p.nx, p.ny);
+        for compat in [true, false] {
+            p.gpu_ocean_compat = compat;
+            let mut s = case.with_initial(&p, |init| Fbl::<f32>::new(&p, init));
+            for i in 0..20 {
+                s.step(1.0, i == 0);
+            }
+            let u = &s.cur.hu;
+            if compat {
+                assert_eq!([u.at(0, 1), u.at(0, nx + 1), u.at(ny + 1, 1)], [0.0; 3]);
+            } else {
+                assert_ne!(u.at(ny, 1), 0.0);
+                assert_eq!(u.at(0, 1), u.at(ny, 1));
+                assert_eq!(u.at(0, nx + 1), u.at(ny, 1));
+                assert_eq!(u.at(ny + 1, 1), u.at(1, 1));
+            }
+        }
+    }
+
+    /// Sponges on all four sides (flow relaxation): the run stays finite, mass is not
+    /// conserved, and the outermost interior row/column of each sponge is held at the
+    /// initial (exterior) value (checked away from the corners, where the east–west
+    /// relaxation re-weights values the north–south one already set).
+    #[test]
+    fn sponge_sides_relax_to_the_initial_state() {
+        use super::super::grid::{Side, SpongeKind};
+        let case = cases("FBL")[0];
+        let sponge = Side::Sponge { cells: 5, kind: SpongeKind::Relaxation };
+        let sides = Sides { north: sponge, east: sponge, south: sponge, west: sponge };
+        let p = case.physics(0.0, sides);
+        let mut s = case.with_initial(&p, |init| Fbl::<f64>::new(&p, init));
+        let initial = s.cur.clone();
+        for i in 0..50 {
+            s.step(1.0, i == 0);
+        }
+        let (nx, ny) = (p.nx, p.ny);
+        for f in [&s.cur.eta, &s.cur.hu, &s.cur.hv] {
+            assert!(f.v.iter().all(|x| x.is_finite()));
+        }
+        for k in 6..=nx - 5 {
+            assert_eq!(s.cur.eta.at(1, k), initial.eta.at(1, k));
+            assert_eq!(s.cur.eta.at(ny, k), initial.eta.at(ny, k));
+        }
+        for l in 6..=ny - 5 {
+            assert_eq!(s.cur.eta.at(l, 1), initial.eta.at(l, 1));
+            assert_eq!(s.cur.eta.at(l, nx), initial.eta.at(l, nx));
+            assert_eq!(s.cur.hu.at(l, 1), initial.hu.at(l, 1));
+            assert_eq!(s.cur.hu.at(l, nx + 1), initial.hu.at(l, nx + 1));
+        }
+        // The bump has spread: the interior changed.
+        assert!(s.cur.eta.at(36, 26) != initial.eta.at(36, 26));
+    }
+
     /// Timing at 2048² f32 (run with `--ignored --nocapture`).
     #[test]
     #[ignore]

@@ -9,6 +9,7 @@
 pub mod cdklm16;
 mod fv;
 pub mod ctcs;
+mod fd_boundary;
 pub mod fbl;
 pub mod grid;
 pub mod init;

@@ -1,0 +1,439 @@
+//! What the two finite-difference schemes (FBL, CTCS) share: the places of their Arakawa C
+//! arrays, the state triple, the ghost-fill passes (spec §3.3, §4.3) and the row helpers.
+//!
+//! Layout (one for both schemes, halo 1, row 0 the southern ghost row):
+//! - η and H at cell centres, `(ny+2) x (nx+2)`, interior `l = 1..=ny`, `k = 1..=nx`;
+//! - U = hu on x-faces, `(ny+2) x (nx+3)`: `U[l][k]` is the **west** face of halo column `k`
+//!   (`k = 1` the west boundary face, `k = nx+1` the east one, `0` and `nx+2` ghost faces);
+//! - V = hv on y-faces, `(ny+3) x (nx+2)`: `V[l][k]` is the **south** face of halo row `l`
+//!   (`l = 1` the south boundary face, `l = ny+1` the north one, `0` and `ny+2` ghost rows).
+//!
+//! FBL's own index (`U_spec[l][k]`, the east face of column `k`) is `U[l][k + 1]` here; FBL
+//! never reads the ghost faces `0` and `nx+2`.
+//!
+//! The passes fill ghosts only; sponge sides are left alone (their ghosts keep the initial
+//! values). North–south first, then east–west over all rows, so the corners come out right.
+
+use crate::real::Real;
+use crate::solver::{Location, Place};
+
+use super::grid::{Field, Physics, Side};
+use super::scheme::{Cells, Initial};
+
+/// Where η and H live.
+pub(super) const ETA: Place = Place { loc: Location::Cell, halo: 1 };
+/// Where U = hu lives.
+pub(super) const HU: Place = Place { loc: Location::FaceX, halo: 1 };
+/// Where V = hv lives.
+pub(super) const HV: Place = Place { loc: Location::FaceY, halo: 1 };
+
+/// Rows per parallel task of the fused passes (results do not depend on it).
+pub(super) const ROWS: usize = 32;
+
+/// One time level: η, U = hu, V = hv.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct State<T> {
+    pub eta: Field<T>,
+    pub hu: Field<T>,
+    pub hv: Field<T>,
+}
+
+impl<T: Real> State<T> {
+    /// The initial state sampled from the case.
+    pub fn sample(p: &Physics, init: &Initial) -> Self {
+        State {
+            eta: Field::sample(p, ETA, init.eta),
+            hu: Field::sample(p, HU, init.hu),
+            hv: Field::sample(p, HV, init.hv),
+        }
+    }
+
+    /// Pull every field towards `exterior` on the sponge sides (spec §7.2).
+    pub fn relax(&mut self, exterior: &State<T>, p: &Physics) {
+        super::sponge::relax(&mut self.hu, &exterior.hu, HU, p);
+        super::sponge::relax(&mut self.hv, &exterior.hv, HV, p);
+        super::sponge::relax(&mut self.eta, &exterior.eta, ETA, p);
+    }
+
+    /// The ghost-fill pass, in the order U, V, η. `fbl_corner_faces`: GPU Ocean's FBL
+    /// north–south periodic copy of U skips the two boundary faces of the ghost rows
+    /// (spec §3.3), so with periodic boundaries both ways those two corner faces keep their
+    /// initial value; CTCS (and FBL without `gpu_ocean_compat`) copy whole rows.
+    pub fn fill(&mut self, p: &Physics, fbl_corner_faces: bool) {
+        fill_u(&mut self.hu, p, fbl_corner_faces);
+        fill_v(&mut self.hv, p);
+        fill_eta(&mut self.eta, p);
+    }
+
+    /// Interior cell-centre values (transports averaged from the two faces of each cell).
+    pub fn cells(&self, h: &Field<T>, p: &Physics) -> Cells<T> {
+        let (nx, ny) = (p.nx, p.ny);
+        let half = T::of(0.5);
+        let mut cells = Cells {
+            eta: Vec::with_capacity(nx * ny),
+            hu: Vec::with_capacity(nx * ny),
+            hv: Vec::with_capacity(nx * ny),
+            depth: Vec::with_capacity(nx * ny),
+        };
+        for l in 1..=ny {
+            cells.eta.extend_from_slice(&self.eta.row(l)[1..=nx]);
+            cells.depth.extend_from_slice(&h.row(l)[1..=nx]);
+            let u = self.hu.row(l);
+            cells.hu.extend((1..=nx).map(|k| half * (u[k] + u[k + 1])));
+            let (vs, vn) = (self.hv.row(l), self.hv.row(l + 1));
+            cells.hv.extend((1..=nx).map(|k| half * (vs[k] + vn[k])));
+        }
+        cells
+    }
+}
+
+/// Copy row `from` to row `to` over the columns `cols`.
+fn copy_row<T: Real>(f: &mut Field<T>, from: usize, to: usize, cols: std::ops::Range<usize>) {
+    let w = f.width;
+    f.v.copy_within(from * w + cols.start..from * w + cols.end, to * w + cols.start);
+}
+
+/// Row `to` = −row `from` (all columns).
+fn negate_row<T: Real>(f: &mut Field<T>, from: usize, to: usize) {
+    let w = f.width;
+    for k in 0..w {
+        f.v[to * w + k] = -f.v[from * w + k];
+    }
+}
+
+/// Apply `op(row)` to every row.
+fn each_row<T: Real>(f: &mut Field<T>, op: impl Fn(&mut [T])) {
+    let w = f.width;
+    f.v.chunks_exact_mut(w).for_each(op);
+}
+
+/// η (and any cell-centred field): walls copy the adjacent interior row/column, periodic
+/// sides the opposite interior one.
+pub(super) fn fill_eta<T: Real>(eta: &mut Field<T>, p: &Physics) {
+    let (nx, ny) = (p.nx, p.ny);
+    let w = eta.width;
+    match p.sides.south {
+        Side::Wall => copy_row(eta, 1, 0, 0..w),
+        Side::Periodic => copy_row(eta, ny, 0, 1..nx + 1),
+        Side::Sponge { .. } => {}
+    }
+    match p.sides.north {
+        Side::Wall => copy_row(eta, ny, ny + 1, 0..w),
+        Side::Periodic => copy_row(eta, 1, ny + 1, 1..nx + 1),
+        Side::Sponge { .. } => {}
+    }
+    let (west, east) = (p.sides.west, p.sides.east);
+    each_row(eta, |r| {
+        match west {
+            Side::Wall => r[0] = r[1],
+            Side::Periodic => r[0] = r[nx],
+            Side::Sponge { .. } => {}
+        }
+        match east {
+            Side::Wall => r[nx + 1] = r[nx],
+            Side::Periodic => r[nx + 1] = r[1],
+            Side::Sponge { .. } => {}
+        }
+    });
+}
+
+/// V = hv: walls zero the boundary face and mirror the ghost row with the sign flipped
+/// (`V[0] = -V[2]`, `V[ny+2] = -V[ny]`), and copy the adjacent column east–west (free slip);
+/// periodic sides copy the opposite rows/columns.
+pub(super) fn fill_v<T: Real>(v: &mut Field<T>, p: &Physics) {
+    let (nx, ny) = (p.nx, p.ny);
+    match p.sides.south {
+        Side::Wall => {
+            v.row_mut(1).fill(T::zero());
+            negate_row(v, 2, 0);
+        }
+        Side::Periodic => copy_row(v, ny, 0, 1..nx + 1),
+        Side::Sponge { .. } => {}
+    }
+    match p.sides.north {
+        Side::Wall => {
+            v.row_mut(ny + 1).fill(T::zero());
+            negate_row(v, ny, ny + 2);
+        }
+        Side::Periodic => {
+            copy_row(v, 1, ny + 1, 1..nx + 1);
+            copy_row(v, 2, ny + 2, 1..nx + 1);
+        }
+        Side::Sponge { .. } => {}
+    }
+    let (west, east) = (p.sides.west, p.sides.east);
+    each_row(v, |r| {
+        match west {
+            Side::Wall => r[0] = r[1],
+            Side::Periodic => r[0] = r[nx],
+            Side::Sponge { .. } => {}
+        }
+        match east {
+            Side::Wall => r[nx + 1] = r[nx],
+            Side::Periodic => r[nx + 1] = r[1],
+            Side::Sponge { .. } => {}
+        }
+    });
+}
+
+/// U = hu: walls copy the adjacent interior row north–south, zero the boundary face and
+/// mirror the ghost face with the sign flipped east–west (`U[0] = -U[2]`,
+/// `U[nx+2] = -U[nx]`); periodic sides copy the opposite rows/faces
+/// (`U[nx+1] = U[1]`: the two boundary faces are one face). See [`State::fill`] for
+/// `fbl_corner_faces`.
+pub(super) fn fill_u<T: Real>(u: &mut Field<T>, p: &Physics, fbl_corner_faces: bool) {
+    let (nx, ny) = (p.nx, p.ny);
+    let w = u.width;
+    // FBL's spec faces 1..=nx-1 are our columns 2..=nx.
+    let periodic_cols = if fbl_corner_faces { 2..nx + 1 } else { 0..w };
+    match p.sides.south {
+        Side::Wall => copy_row(u, 1, 0, 0..w),
+        Side::Periodic => copy_row(u, ny, 0, periodic_cols.clone()),
+        Side::Sponge { .. } => {}
+    }
+    match p.sides.north {
+        Side::Wall => copy_row(u, ny, ny + 1, 0..w),
+        Side::Periodic => copy_row(u, 1, ny + 1, periodic_cols),
+        Side::Sponge { .. } => {}
+    }
+    let (west, east) = (p.sides.west, p.sides.east);
+    each_row(u, |r| {
+        match west {
+            Side::Wall => {
+                r[0] = -r[2];
+                r[1] = T::zero();
+            }
+            Side::Periodic => r[0] = r[nx],
+            Side::Sponge { .. } => {}
+        }
+        match east {
+            Side::Wall => {
+                r[nx + 1] = T::zero();
+                r[nx + 2] = -r[nx];
+            }
+            Side::Periodic => {
+                r[nx + 1] = r[1];
+                r[nx + 2] = r[2];
+            }
+            Side::Sponge { .. } => {}
+        }
+    });
+}
+
+/// Coriolis parameter `f(y)` at `y = (row + offset) dy` for every row `0..rows`, rounded
+/// to `T` once.
+pub(super) fn coriolis_rows<T: Real>(p: &Physics, rows: usize, offset: f64) -> Vec<T> {
+    (0..rows).map(|l| T::of(p.coriolis((l as f64 + offset) * p.dy))).collect()
+}
+
+/// Largest interior value of `f(l, k)` over the interior cells (a max: independent of any
+/// thread split).
+pub(super) fn interior_max(p: &Physics, f: impl Fn(usize, usize) -> f64) -> f64 {
+    let mut m = 0.0f64;
+    for l in 1..=p.ny {
+        for k in 1..=p.nx {
+            m = m.max(f(l, k));
+        }
+    }
+    m
+}
+
+/// The GPU Ocean regression cases of spec §9.1 shared by the FBL and CTCS tests.
+#[cfg(test)]
+pub(super) mod cases {
+    use super::super::grid::{At, Physics, Side, Sides};
+    use super::super::init::{BumpPosition, bump, test_bathymetry};
+    use super::super::scheme::Initial;
+
+    /// One regression case: the run's boundaries and initial state, and the reference files.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Case {
+        /// Label of the run (`wallBC`, `periodicNS`, ...).
+        pub bc: &'static str,
+        /// BC label of the reference files (periodic `central` runs compare with `wallBC`).
+        pub reference: &'static str,
+        pub init: &'static str,
+        pub bump: BumpPosition,
+        pub sides: Sides,
+        pub f0: f64,
+        pub beta: f64,
+        pub bathymetry: bool,
+    }
+
+    fn sides(n: Side, e: Side) -> Sides {
+        Sides { north: n, east: e, south: n, west: e }
+    }
+
+    /// The cases of `scheme` ("FBL": 15, "CTCS": 16).
+    pub fn cases(scheme: &str) -> Vec<Case> {
+        use BumpPosition::*;
+        use Side::{Periodic as P, Wall as W};
+        let periodic_all = if scheme == "FBL" { "periodicAll" } else { "periodic" };
+        let base = Case {
+            bc: "wallBC",
+            reference: "wallBC",
+            init: "central",
+            bump: Central,
+            sides: Sides::WALLS,
+            f0: 0.0,
+            beta: 0.0,
+            bathymetry: false,
+        };
+        let mut out = vec![];
+        for (bc, s) in [
+            ("wallBC", sides(W, W)),
+            (periodic_all, sides(P, P)),
+            ("periodicNS", sides(P, W)),
+            ("periodicEW", sides(W, P)),
+        ] {
+            for (init, b) in
+                [("central", Central), ("corner", Corner), ("upperCorner", UpperCorner)]
+            {
+                let reference = if init == "central" { "wallBC" } else { bc };
+                out.push(Case { bc, reference, init, bump: b, sides: s, ..base });
+            }
+        }
+        out.push(Case { bc: "coriolis", reference: "coriolis", f0: 0.01, ..base });
+        out.push(Case { bc: "betamodel", reference: "betamodel", f0: 0.01, beta: 1e-6, ..base });
+        out.push(Case { bathymetry: true, ..base });
+        if scheme == "CTCS" {
+            out.push(Case {
+                bc: "coriolis",
+                reference: "coriolis",
+                f0: 0.01,
+                bathymetry: true,
+                ..base
+            });
+        }
+        out
+    }
+
+    impl Case {
+        pub fn label(&self) -> String {
+            format!("{}_{}{}", self.bc, self.init, if self.bathymetry { "_bathymetry" } else { "" })
+        }
+
+        /// Reference file name of `field` (`eta`, `u`, `v`).
+        pub fn file(&self, scheme: &str, field: &str) -> String {
+            let b = if self.bathymetry { "bathymetry_" } else { "" };
+            format!("{scheme}_{}_{}_{b}{field}", self.reference, self.init)
+        }
+
+        pub fn physics(&self, viscosity: f64, sides: Sides) -> Physics {
+            Physics {
+                nx: 50,
+                ny: 70,
+                dx: 200.0,
+                dy: 200.0,
+                g: 9.81,
+                f0: self.f0,
+                beta: self.beta,
+                friction: 0.0,
+                viscosity,
+                wind: [0.0, 0.0],
+                theta: 1.3,
+                gpu_ocean_compat: true,
+                sides,
+            }
+        }
+
+        /// Call `f` with the case's initial state on the grid of `p`.
+        pub fn with_initial<R>(&self, p: &Physics, f: impl FnOnce(&Initial) -> R) -> R {
+            let eta = bump(p, self.bump);
+            let zero = |_: At| 0.0;
+            let flat = |_: At| 60.0;
+            let bathymetry = test_bathymetry(p.ny);
+            let depth: &(dyn Fn(At) -> f64 + Sync) =
+                if self.bathymetry { &bathymetry } else { &flat };
+            f(&Initial { eta: &eta, hu: &zero, hv: &zero, depth })
+        }
+    }
+
+    /// `rows x cols` block of `a` starting at `(r0, c0)`.
+    pub fn block(a: &[Vec<f64>], r0: usize, c0: usize, rows: usize, cols: usize) -> Vec<Vec<f64>> {
+        a[r0..r0 + rows].iter().map(|r| r[c0..c0 + cols].to_vec()).collect()
+    }
+}
+
+/// Timing of a scheme at the paper's benchmark size (spec §9.2), next to a plain copy.
+#[cfg(test)]
+pub(super) mod bench {
+    use std::time::Instant;
+
+    use rayon::prelude::*;
+
+    use super::super::grid::{At, Physics, Sides};
+    use super::super::scheme::{Initial, Scheme};
+
+    /// The benchmark of spec §9.2 at 2048², f32, walls: `steps` timed steps (best of
+    /// `repeats`), printed as Mcells/s and the effective bandwidth of `bytes` per cell and
+    /// step, next to a parallel row copy of one (nx+2)² f32 array (read + write counted).
+    pub fn run<S: Scheme<f32>>(
+        name: &str,
+        bytes: f64,
+        viscosity: f64,
+        make: impl Fn(&Physics, &Initial) -> S,
+    ) {
+        let n = 2048;
+        let (steps, repeats) = (20, 8);
+        let p = Physics {
+            nx: n,
+            ny: n,
+            dx: 200.0,
+            dy: 200.0,
+            g: 9.81,
+            f0: 0.0,
+            beta: 0.0,
+            friction: 0.0,
+            viscosity,
+            wind: [0.0, 0.0],
+            theta: 1.3,
+            gpu_ocean_compat: true,
+            sides: Sides::WALLS,
+        };
+        let s = 0.4 * n as f64 * 200.0;
+        let centre = n as f64 * 200.0 / 2.0;
+        let eta = move |at: At| {
+            let r2 = (at.x - centre).powi(2) + (at.y - centre).powi(2);
+            if r2.sqrt() < s { (-10.0 * r2 / (s * s)).exp() } else { 0.0 }
+        };
+        let zero = |_: At| 0.0;
+        let depth = |_: At| 60.0;
+        let mut scheme = make(&p, &Initial { eta: &eta, hu: &zero, hv: &zero, depth: &depth });
+        let dt = 0.0095;
+        for i in 0..5 {
+            scheme.step(dt, i == 0);
+        }
+        let w = n + 2;
+        let src: Vec<f32> = (0..w * w).map(|i| i as f32).collect();
+        let mut dst = vec![0.0f32; w * w];
+        // Alternate the two timings so that both see the same machine load; keep the best.
+        let (mut best, mut copy) = (f64::INFINITY, f64::INFINITY);
+        for _ in 0..repeats {
+            let t = Instant::now();
+            for _ in 0..steps {
+                scheme.step(dt, false);
+            }
+            best = best.min(t.elapsed().as_secs_f64());
+            let t = Instant::now();
+            for _ in 0..steps {
+                dst.par_chunks_mut(w)
+                    .zip(src.par_chunks(w))
+                    .for_each(|(d, s)| d.copy_from_slice(s));
+            }
+            copy = copy.min(t.elapsed().as_secs_f64());
+        }
+        assert_eq!(dst[w + 3], src[w + 3]);
+        let cells = (n * n * steps) as f64;
+        let mcells = cells / best / 1e6;
+        let bw = cells * bytes / best / 1e9;
+        let copy_bw = (2 * w * w * 4 * steps) as f64 / copy / 1e9;
+        eprintln!(
+            "{name} 2048² f32, {} threads: {:.3} ms/step, {mcells:.0} Mcells/s, BW_e {bw:.2} GB/s \
+             ({bytes} B/cell), COPY {copy_bw:.2} GB/s, BW_e/COPY {:.0}%",
+            rayon::current_num_threads(),
+            best / steps as f64 * 1e3,
+            100.0 * bw / copy_bw
+        );
+    }
+}

@@ -58,8 +58,14 @@ impl SolverSpec for ShallowWaterParams {
     fn nominal_dt(&self) -> Option<f64> {
         self.dt
     }
+    /// The parameters, then the initial state built in f64 (files read, depth and time step
+    /// checked) and its stable time step.
     fn describe(&self) -> Result<Vec<String>> {
-        Ok(self.describe())
+        let mut lines = self.describe();
+        crate::solvers::check_memory(self.memory_estimate(Precision::F64))?;
+        let s = ShallowWater::<f64>::new(self)?;
+        lines.push(format!("stable time step of the initial state: {:.6e} s", s.scheme.dt_limit()));
+        Ok(lines)
     }
     fn build(&self, precision: Precision, device: &Device) -> Result<Box<dyn Solver>> {
         if let Device::Cuda(..) = device {

@@ -151,10 +151,10 @@ fn help_and_readme_command_summary_list_what_exists() {
     let dir = scratch("output_help");
     let o = ok(sim(&dir, &["--help"]));
     let help = String::from_utf8_lossy(&o.stdout).to_lowercase();
-    for solver in ["heat", "cavity", "meshfree"] {
+    for solver in ["heat", "cavity", "meshfree", "shallow-water"] {
         assert!(help.contains(solver), "{help}");
     }
-    assert!(!help.contains("shallow"), "--help names a solver that does not exist:\n{help}");
+    assert!(!help.contains("mpi"), "--help names a feature that does not exist:\n{help}");
     let summary = readme_block("## Commands");
     for sub in ["run", "check", "mesh", "bench"] {
         let o = ok(sim(&dir, &[sub, "--help"]));

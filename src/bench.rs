@@ -82,6 +82,9 @@ pub fn bench(o: &BenchOptions) -> Result<serde_json::Value> {
             Precision::F64 => copy::<f64>(&device, elements, row, o.seconds)?,
         };
         let mut v = header(o, &device, elements, solver.as_deref());
+        if let Some(scheme) = o.scheme.as_deref().or(entry.and_then(|e| e.schemes.first().copied())) {
+            v["scheme"] = scheme.into();
+        }
         let copy_bw = 2.0 * (elements * o.precision.bytes()) as f64 / copy.1 / 1e9;
         v["copy"] = serde_json::json!({"iterations": copy.0, "time_per_step_s": copy.1, "bw_GBps": copy_bw});
         if let Some(mut s) = solver {
@@ -95,7 +98,6 @@ pub fn bench(o: &BenchOptions) -> Result<serde_json::Value> {
 fn header(o: &BenchOptions, device: &Device, elements: usize, s: Option<&dyn Solver>) -> serde_json::Value {
     let mut v = serde_json::json!({
         "name": o.name,
-        "scheme": o.scheme,
         "precision": o.precision.name(),
         "elements": elements,
         "unit": "GB/s (1e9 bytes/s)",
@@ -248,8 +250,9 @@ pub fn text(v: &serde_json::Value) -> String {
         None => format!("{} x {} = {} elements", v["nx"], v["ny"], v["elements"]),
     };
     let f = |x: &serde_json::Value| x.as_f64().unwrap_or(0.0);
+    let scheme = v["scheme"].as_str().map(|s| format!(" --scheme {s}")).unwrap_or_default();
     let mut s = format!(
-        "bench {} on {} ({}, {on}), {shape}\n  COPY:   {:>9.3e} s/step  {:>8.2} GB/s\n",
+        "bench {}{scheme} on {} ({}, {on}), {shape}\n  COPY:   {:>9.3e} s/step  {:>8.2} GB/s\n",
         v["name"].as_str().unwrap_or(""),
         v["backend"].as_str().unwrap_or(""),
         v["precision"].as_str().unwrap_or(""),
@@ -259,7 +262,7 @@ pub fn text(v: &serde_json::Value) -> String {
     if let Some(k) = v.get("kernel") {
         s += &format!(
             "  {:<7} {:>9.3e} s/step  {:>8.2} GB/s (BW_e)  {:.1} Mcells/s  {:.1}% of COPY\n",
-            format!("{}:", v["name"].as_str().unwrap_or("").to_uppercase()),
+            "SOLVER:",
             f(&k["time_per_step_s"]),
             f(&k["bw_eff_GBps"]),
             f(&k["mcells_per_s"]),

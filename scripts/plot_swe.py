@@ -56,7 +56,7 @@ def eta_maps(frames, out):
     vmax = max(np.abs(e).max() for _, e, _ in data) or 1.0
     cols = min(3, len(data))
     rows = (len(data) + cols - 1) // cols
-    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.6 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.8 * rows), squeeze=False, constrained_layout=True)
     for ax in axes.flat[len(data):]:
         ax.axis("off")
     for ax, (t, eta, (dx, dy)) in zip(axes.flat, data):

@@ -18,42 +18,12 @@
 
 use std::ops::Range;
 
-use crate::numerics::rk;
 use crate::real::Real;
-use crate::solver::Place;
 
 use super::fv::{Fv, Grid, Operator, Q, minmod};
-use super::grid::{Field, Physics};
-use super::scheme::{Cells, Initial, Scheme};
 
-/// The CDKLM16 scheme on the CPU.
-pub struct Cdklm16<T: Real>(Fv<T, Op>);
-
-impl<T: Real> Cdklm16<T> {
-    /// Samples η, hu, hv at the cell centres and H at the cell corners (ghosts included),
-    /// fills the bathymetry ghosts, computes Bm and fills the initial ghosts.
-    pub fn new(p: &Physics, init: &Initial, rk: rk::Scheme) -> Self {
-        Cdklm16(Fv::new(p, init, rk, Op))
-    }
-}
-
-impl<T: Real> Scheme<T> for Cdklm16<T> {
-    fn step(&mut self, dt: f64, _first: bool) {
-        self.0.step(dt);
-    }
-    fn dt_limit(&self) -> f64 {
-        self.0.dt_limit()
-    }
-    fn cells(&self) -> Cells<T> {
-        self.0.cells()
-    }
-    fn arrays(&self) -> Vec<(&'static str, Place, &Field<T>)> {
-        self.0.arrays()
-    }
-    fn arrays_mut(&mut self) -> Vec<(&'static str, Place, &mut Field<T>)> {
-        self.0.arrays_mut()
-    }
-}
+/// The CDKLM16 scheme on the CPU: the shared finite-volume stages with its operator.
+pub(super) type Cdklm16<T> = Fv<T, Op>;
 
 /// CDKLM16's spatial operator.
 pub(super) struct Op;
@@ -274,11 +244,14 @@ impl<T: Real> Operator<T> for Op {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::numerics::rk;
+    use crate::solvers::shallow_water::grid::Physics;
+    use crate::solvers::shallow_water::scheme::{Initial, Scheme};
     use crate::solvers::shallow_water::fv::testing::{self, Case};
     use crate::solvers::shallow_water::grid::{At, Side, Sides, SpongeKind};
 
     fn make(p: &Physics, init: &Initial) -> Cdklm16<f32> {
-        Cdklm16::new(p, init, rk::Scheme::SspRk2)
+        Cdklm16::new(p, init, rk::Scheme::SspRk2, Op)
     }
 
     const DT: f64 = 0.9;
@@ -306,7 +279,7 @@ mod tests {
             Case { bc: "betamodel", init: "central", bathymetry: false },
             Case { bc: "wallBC", init: "central", bathymetry: true },
         ];
-        let make = |p: &Physics, i: &Initial| Cdklm16::<f64>::new(p, i, rk::Scheme::SspRk2);
+        let make = |p: &Physics, i: &Initial| Cdklm16::<f64>::new(p, i, rk::Scheme::SspRk2, Op);
         let failures = testing::regression("CDKLM16", DT, &cases, make, 5e-4);
         assert!(failures.is_empty(), "over 5e-4 relative:\n{}", failures.join("\n"));
     }
@@ -322,7 +295,7 @@ mod tests {
         let [eta, hu, hv] = testing::lake_at_rest(64, 1000, make);
         eprintln!("CDKLM16 lake at rest f32, 64x64, 1000 steps: max |eta| {eta:.1e}, |hu| {hu:.1e}, |hv| {hv:.1e}");
         assert!(eta <= 1e-6 && hu <= 1e-5 && hv <= 1e-5, "{eta:e} {hu:e} {hv:e}");
-        let [eta, hu, hv] = testing::lake_at_rest(64, 1000, |p, i| Cdklm16::<f64>::new(p, i, rk::Scheme::SspRk2));
+        let [eta, hu, hv] = testing::lake_at_rest(64, 1000, |p, i| Cdklm16::<f64>::new(p, i, rk::Scheme::SspRk2, Op));
         eprintln!("CDKLM16 lake at rest f64, 64x64, 1000 steps: max |eta| {eta:.1e}, |hu| {hu:.1e}, |hv| {hv:.1e}");
         assert!(eta <= 1e-12 && hu <= 1e-12 && hv <= 1e-12, "{eta:e} {hu:e} {hv:e}");
     }

@@ -35,7 +35,7 @@ use crate::real::Real;
 use crate::solver::{Location, Place};
 
 use super::grid::{Field, Physics, Side};
-use super::scheme::{Cells, Initial};
+use super::scheme::{Cells, Initial, Scheme};
 use super::sponge;
 
 /// η, hu, hv: cell averages with two ghost layers, `(ny+4) x (nx+4)`.
@@ -268,50 +268,6 @@ impl<T: Real, O: Operator<T>> Fv<T, O> {
         &self.bufs[self.state]
     }
 
-    pub fn step(&mut self, dt: f64) {
-        self.dt = T::of(dt);
-        let rk = self.rk;
-        // The stages cannot fail on the CPU.
-        rk::step(self, rk).expect("CPU finite-volume stage");
-    }
-
-    /// `½ min` over the interior cells of [`cell_dt`]: per row, then over the rows (min is
-    /// exact, so the result does not depend on the order or the thread count). A NaN cell
-    /// makes the result NaN.
-    pub fn dt_limit(&self) -> f64 {
-        let (q, gr) = (self.q(), &self.grid);
-        let (nx, ny, w) = (gr.nx, gr.ny, gr.w);
-        let m = (2..ny + 2)
-            .into_par_iter()
-            .map(|l| {
-                let mut m = T::infinity();
-                for k in 2..nx + 2 {
-                    let i = l * w + k;
-                    let d = cell_dt(q.eta.v[i], q.hu.v[i], q.hv.v[i], gr.bm.v[i], gr.g, gr.dx, gr.dy);
-                    m = min_nan(m, d);
-                }
-                m
-            })
-            .reduce(T::infinity, min_nan);
-        (T::of(0.5) * m).f64()
-    }
-
-    pub fn cells(&self) -> Cells<T> {
-        let (q, gr) = (self.q(), &self.grid);
-        let interior = |f: &Field<T>| (2..gr.ny + 2).flat_map(|l| f.row(l)[2..gr.nx + 2].to_vec()).collect();
-        Cells { eta: interior(&q.eta), hu: interior(&q.hu), hv: interior(&q.hv), depth: interior(&gr.bm) }
-    }
-
-    pub fn arrays(&self) -> Vec<(&'static str, Place, &Field<T>)> {
-        let q = self.q();
-        vec![("eta", CELLS, &q.eta), ("hu", CELLS, &q.hu), ("hv", CELLS, &q.hv)]
-    }
-
-    pub fn arrays_mut(&mut self) -> Vec<(&'static str, Place, &mut Field<T>)> {
-        let q = &mut self.bufs[self.state];
-        vec![("eta", CELLS, &mut q.eta), ("hu", CELLS, &mut q.hu), ("hv", CELLS, &mut q.hv)]
-    }
-
     /// One fused stage: `out = stage.apply(Q^n, input, dt, -L(input))` on the interior with the
     /// friction divisor on the transports, then the sponges and the ghost fill of `out`.
     fn stage(&mut self, stage: &Stage, input: usize, out: usize) {
@@ -391,6 +347,52 @@ fn split<T>(bufs: &mut [Q<T>; 3], input: usize, q0: usize, out: usize) -> (&Q<T>
         }
     }
     (a.unwrap(), b.unwrap(), c.unwrap())
+}
+
+impl<T: Real, O: Operator<T>> Scheme<T> for Fv<T, O> {
+    fn step(&mut self, dt: f64, _first: bool) {
+        self.dt = T::of(dt);
+        let rk = self.rk;
+        // The stages cannot fail on the CPU.
+        rk::step(self, rk).expect("CPU finite-volume stage");
+    }
+
+    /// `½ min` over the interior cells of [`cell_dt`]: per row, then over the rows (min is
+    /// exact, so the result does not depend on the order or the thread count). A NaN cell
+    /// makes the result NaN.
+    fn dt_limit(&self) -> f64 {
+        let (q, gr) = (self.q(), &self.grid);
+        let (nx, ny, w) = (gr.nx, gr.ny, gr.w);
+        let m = (2..ny + 2)
+            .into_par_iter()
+            .map(|l| {
+                let mut m = T::infinity();
+                for k in 2..nx + 2 {
+                    let i = l * w + k;
+                    let d = cell_dt(q.eta.v[i], q.hu.v[i], q.hv.v[i], gr.bm.v[i], gr.g, gr.dx, gr.dy);
+                    m = min_nan(m, d);
+                }
+                m
+            })
+            .reduce(T::infinity, min_nan);
+        (T::of(0.5) * m).f64()
+    }
+
+    fn cells(&self) -> Cells<T> {
+        let (q, gr) = (self.q(), &self.grid);
+        let interior = |f: &Field<T>| (2..gr.ny + 2).flat_map(|l| f.row(l)[2..gr.nx + 2].to_vec()).collect();
+        Cells { eta: interior(&q.eta), hu: interior(&q.hu), hv: interior(&q.hv), depth: interior(&gr.bm) }
+    }
+
+    fn arrays(&self) -> Vec<(&'static str, Place, &Field<T>)> {
+        let q = self.q();
+        vec![("eta", CELLS, &q.eta), ("hu", CELLS, &q.hu), ("hv", CELLS, &q.hv)]
+    }
+
+    fn arrays_mut(&mut self) -> Vec<(&'static str, Place, &mut Field<T>)> {
+        let q = &mut self.bufs[self.state];
+        vec![("eta", CELLS, &mut q.eta), ("hu", CELLS, &mut q.hu), ("hv", CELLS, &mut q.hv)]
+    }
 }
 
 impl<T: Real, O: Operator<T>> RkState for Fv<T, O> {

@@ -20,42 +20,12 @@
 
 use std::ops::Range;
 
-use crate::numerics::rk;
 use crate::real::Real;
-use crate::solver::Place;
 
 use super::fv::{Fv, Grid, Operator, Q, minmod};
-use super::grid::{Field, Physics};
-use super::scheme::{Cells, Initial, Scheme};
 
-/// The KP07 scheme on the CPU.
-pub struct Kp07<T: Real>(Fv<T, Op>);
-
-impl<T: Real> Kp07<T> {
-    /// Samples η, hu, hv at the cell centres and H at the cell corners (ghosts included),
-    /// fills the bathymetry ghosts, computes Bm and fills the initial ghosts.
-    pub fn new(p: &Physics, init: &Initial, rk: rk::Scheme) -> Self {
-        Kp07(Fv::new(p, init, rk, Op))
-    }
-}
-
-impl<T: Real> Scheme<T> for Kp07<T> {
-    fn step(&mut self, dt: f64, _first: bool) {
-        self.0.step(dt);
-    }
-    fn dt_limit(&self) -> f64 {
-        self.0.dt_limit()
-    }
-    fn cells(&self) -> Cells<T> {
-        self.0.cells()
-    }
-    fn arrays(&self) -> Vec<(&'static str, Place, &Field<T>)> {
-        self.0.arrays()
-    }
-    fn arrays_mut(&mut self) -> Vec<(&'static str, Place, &mut Field<T>)> {
-        self.0.arrays_mut()
-    }
-}
+/// The KP07 scheme on the CPU: the shared finite-volume stages with its operator.
+pub(super) type Kp07<T> = Fv<T, Op>;
 
 /// KP07's spatial operator.
 pub(super) struct Op;
@@ -251,10 +221,13 @@ impl<T: Real> Operator<T> for Op {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::numerics::rk;
+    use crate::solvers::shallow_water::grid::Physics;
+    use crate::solvers::shallow_water::scheme::Initial;
     use crate::solvers::shallow_water::fv::testing::{self, Case};
 
     fn make(p: &Physics, init: &Initial) -> Kp07<f32> {
-        Kp07::new(p, init, rk::Scheme::SspRk2)
+        Kp07::new(p, init, rk::Scheme::SspRk2, Op)
     }
 
     const DT: f64 = 0.95;
@@ -277,7 +250,7 @@ mod tests {
     #[test]
     fn f64_regression() {
         let cases = [Case { bc: "coriolis", init: "central", bathymetry: false }];
-        let make = |p: &Physics, i: &Initial| Kp07::<f64>::new(p, i, rk::Scheme::SspRk2);
+        let make = |p: &Physics, i: &Initial| Kp07::<f64>::new(p, i, rk::Scheme::SspRk2, Op);
         let failures = testing::regression("KP07", DT, &cases, make, 5e-4);
         assert!(failures.is_empty(), "over 5e-4 relative:\n{}", failures.join("\n"));
     }
@@ -288,7 +261,7 @@ mod tests {
         let [eta, hu, hv] = testing::lake_at_rest(64, 1000, make);
         eprintln!("KP07 lake at rest f32, 64x64, 1000 steps: max |eta| {eta:.1e}, |hu| {hu:.1e}, |hv| {hv:.1e}");
         assert!(eta <= 1e-6 && hu <= 1e-6 && hv <= 1e-6, "{eta:e} {hu:e} {hv:e}");
-        let [eta, hu, hv] = testing::lake_at_rest(64, 1000, |p, i| Kp07::<f64>::new(p, i, rk::Scheme::SspRk2));
+        let [eta, hu, hv] = testing::lake_at_rest(64, 1000, |p, i| Kp07::<f64>::new(p, i, rk::Scheme::SspRk2, Op));
         eprintln!("KP07 lake at rest f64, 64x64, 1000 steps: max |eta| {eta:.1e}, |hu| {hu:.1e}, |hv| {hv:.1e}");
         assert!(eta <= 1e-12 && hu <= 1e-12 && hv <= 1e-12, "{eta:e} {hu:e} {hv:e}");
     }

@@ -155,8 +155,8 @@ impl<T: Real> ShallowWater<T> {
         let scheme: Box<dyn Scheme<T>> = match params.scheme {
             SchemeName::Fbl => Box::new(fbl::Fbl::<T>::new(&p, &initial)),
             SchemeName::Ctcs => Box::new(ctcs::Ctcs::<T>::new(&p, &initial)),
-            SchemeName::Cdklm16 => Box::new(cdklm16::Cdklm16::<T>::new(&p, &initial, rk)),
-            SchemeName::Kp07 => Box::new(kp07::Kp07::<T>::new(&p, &initial, rk)),
+            SchemeName::Cdklm16 => Box::new(cdklm16::Cdklm16::<T>::new(&p, &initial, rk, cdklm16::Op)),
+            SchemeName::Kp07 => Box::new(kp07::Kp07::<T>::new(&p, &initial, rk, kp07::Op)),
         };
         let grid = Grid { n: [p.nx, p.ny], origin: [0.0, 0.0], spacing: [p.dx, p.dy] };
         let mut sw = ShallowWater {

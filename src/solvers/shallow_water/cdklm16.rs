@@ -94,6 +94,7 @@ impl<T: Real> Scratch<T> {
     }
 
     /// Velocities of stored row `r`.
+    #[inline(always)]
     fn velocities(&mut self, gr: &Grid<T>, q: &Q<T>, r: usize) {
         let s = r % 3;
         let w = gr.w;
@@ -107,6 +108,7 @@ impl<T: Real> Scratch<T> {
     }
 
     /// y reconstruction of stored row `r` (needs the velocities of rows r-1, r, r+1).
+    #[inline(always)]
     fn reconstruct_y(&mut self, gr: &Grid<T>, q: &Q<T>, r: usize) {
         let (nx, half, two) = (gr.nx, T::of(0.5), T::of(2.0));
         let (theta, g, dy) = (gr.theta, gr.g, gr.dy);
@@ -141,6 +143,7 @@ impl<T: Real> Scratch<T> {
 
     /// y fluxes through the face between stored rows `r` and `r+1` into `gn` (needs the y
     /// reconstruction of both rows).
+    #[inline(always)]
     fn flux_y(&mut self, gr: &Grid<T>, q: &Q<T>, r: usize) {
         let (nx, half, g) = (gr.nx, T::of(0.5), gr.g);
         let (a, b) = (r % 2, (r + 1) % 2);
@@ -163,6 +166,7 @@ impl<T: Real> Scratch<T> {
 
     /// x reconstruction, x fluxes and L of interior row `l` (velocities of row l in place,
     /// y fluxes of its faces in `gs`, `gn`).
+    #[inline(always)]
     fn row(&mut self, gr: &Grid<T>, q: &Q<T>, l: usize) {
         // Lets the compiler drop the bounds checks of the loops below.
         assert_eq!(gr.w, gr.nx + 4);
@@ -217,6 +221,7 @@ impl<T: Real> Scratch<T> {
 }
 
 impl<T: Real> Operator<T> for Op {
+    #[inline(always)]
     fn band(&self, gr: &Grid<T>, q: &Q<T>, rows: Range<usize>, emit: &mut dyn FnMut(usize, [&[T]; 3])) {
         let mut s = Scratch::new(gr.nx, gr.w);
         let l0 = rows.start;
@@ -369,6 +374,11 @@ mod tests {
         let differ = testing::periodic_minus_wall(DT, make);
         eprintln!("CDKLM16 periodic - wall, relative: {differ:?}");
         assert!(differ.iter().all(|(_, d)| *d == 0.0), "{differ:?}");
+    }
+
+    #[test]
+    fn vector_and_plain_code_paths_agree_bitwise() {
+        testing::bands_agree(|p, i| Cdklm16::<f32>::new(p, i, rk::Scheme::SspRk2, Op));
     }
 
     #[test]

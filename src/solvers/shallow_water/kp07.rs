@@ -100,6 +100,7 @@ impl<T: Real> Scratch<T> {
     }
 
     /// y reconstruction of stored row `r` (interior columns).
+    #[inline(always)]
     fn reconstruct_y(&mut self, gr: &Grid<T>, q: &Q<T>, r: usize) {
         let (nx, theta, half) = (gr.nx, gr.theta, T::of(0.5));
         let hg = half * gr.g;
@@ -131,6 +132,7 @@ impl<T: Real> Scratch<T> {
     }
 
     /// y fluxes through the face between stored rows `r` and `r+1` into `gn`.
+    #[inline(always)]
     fn flux_y(&mut self, gr: &Grid<T>, r: usize) {
         let (nx, half, g) = (gr.nx, T::of(0.5), gr.g);
         let (a, b) = (r % 2, (r + 1) % 2);
@@ -153,6 +155,7 @@ impl<T: Real> Scratch<T> {
 
     /// x reconstruction, x fluxes and L of interior row `l` (y fluxes of its faces in `gs`,
     /// `gn`, y reconstruction of row l in place).
+    #[inline(always)]
     fn row(&mut self, gr: &Grid<T>, q: &Q<T>, l: usize) {
         // Lets the compiler drop the bounds checks of the loops below.
         assert_eq!(gr.w, gr.nx + 4);
@@ -200,6 +203,7 @@ impl<T: Real> Scratch<T> {
 }
 
 impl<T: Real> Operator<T> for Op {
+    #[inline(always)]
     fn band(&self, gr: &Grid<T>, q: &Q<T>, rows: Range<usize>, emit: &mut dyn FnMut(usize, [&[T]; 3])) {
         let mut s = Scratch::new(gr.nx, gr.w);
         let l0 = rows.start;
@@ -290,6 +294,11 @@ mod tests {
         let differ = testing::periodic_minus_wall(DT, make);
         eprintln!("KP07 periodic - wall, relative: {differ:?}");
         assert!(differ.iter().all(|(_, d)| *d <= 1e-15), "{differ:?}");
+    }
+
+    #[test]
+    fn vector_and_plain_code_paths_agree_bitwise() {
+        testing::bands_agree(|p, i| Kp07::<f32>::new(p, i, rk::Scheme::SspRk2, Op));
     }
 
     #[test]

@@ -103,13 +103,16 @@ pub trait Registered: SolverSpec + Sized {
     fn bench(size: usize, scheme: Option<&str>, precision: Precision, device: &Device) -> Result<Box<dyn Solver>>;
 }
 
+/// [`Registered::bench`]: the problem `sim bench` times, from size, scheme, precision and device.
+pub type BenchProblem = fn(usize, Option<&str>, Precision, &Device) -> Result<Box<dyn Solver>>;
+
 /// One solver of the registry.
 pub struct Entry {
     pub name: &'static str,
     pub result_files: &'static [&'static str],
     pub bench_size: usize,
     pub schemes: &'static [&'static str],
-    pub bench: fn(usize, Option<&str>, Precision, &Device) -> Result<Box<dyn Solver>>,
+    pub bench: BenchProblem,
 }
 
 /// Generates [`SolverCase`] (the `solver:` section, exactly one solver) and [`SOLVERS`]
@@ -117,6 +120,8 @@ pub struct Entry {
 macro_rules! registry {
     ($($name:literal => $variant:ident($params:ty)),+ $(,)?) => {
         /// The solver of a case and its parameters (`solver: {heat2d: {...}}`).
+        // One per run: the size of the largest section does not matter.
+        #[allow(clippy::large_enum_variant)]
         #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
         pub enum SolverCase {
             $(#[serde(rename = $name)] $variant($params),)+

@@ -1,6 +1,7 @@
 //! `sim bench`: any solver of the registry, timed through the [`Solver`] interface at a
-//! problem size, next to a COPY kernel over as many elements measured in the same run (same
-//! threads, or same device). Effective bandwidth comes from the solver's `bytes_per_step`.
+//! problem size, next to a COPY kernel measured in the same run (same threads, or same
+//! device) over as many elements, or more where the solver's minimum traffic per step is
+//! larger. Effective bandwidth comes from the solver's `bytes_per_step`.
 
 use std::time::Instant;
 
@@ -70,23 +71,30 @@ pub fn bench(o: &BenchOptions) -> Result<serde_json::Value> {
             Some(m) => m.len(),
             None => size.checked_mul(size).ok_or_else(|| SimError::Input(format!("--size {size}: too large")))?,
         };
-        crate::solvers::check_memory(elements.saturating_mul(2 * o.precision.bytes()))?;
         // Rows of the grid, as the stencils split their work; else chunks of 16 Ki elements.
         let row = match &mesh {
             Some(Mesh::Nodes(g) | Mesh::Cells(g)) if g.n[1] > 1 => g.n[0],
             None => size,
             _ => 1 << 14,
         };
+        // COPY moves at least the solver's minimum traffic per step, so that neither runs
+        // from a cache the other outgrows (a 2048² f32 COPY fits a 32 MiB L3; the seven
+        // arrays of an FBL step do not).
+        let traffic = solver.as_ref().map_or(0.0, |s| s.bytes_per_step());
+        let copy_elements = elements.max((traffic / (2 * o.precision.bytes()) as f64).ceil() as usize).div_ceil(row) * row;
+        crate::solvers::check_memory(copy_elements.saturating_mul(2 * o.precision.bytes()))?;
         let copy = match o.precision {
-            Precision::F32 => copy::<f32>(&device, elements, row, o.seconds)?,
-            Precision::F64 => copy::<f64>(&device, elements, row, o.seconds)?,
+            Precision::F32 => copy::<f32>(&device, copy_elements, row, o.seconds)?,
+            Precision::F64 => copy::<f64>(&device, copy_elements, row, o.seconds)?,
         };
         let mut v = header(o, &device, elements, solver.as_deref());
         if let Some(scheme) = o.scheme.as_deref().or(entry.and_then(|e| e.schemes.first().copied())) {
             v["scheme"] = scheme.into();
         }
-        let copy_bw = 2.0 * (elements * o.precision.bytes()) as f64 / copy.1 / 1e9;
-        v["copy"] = serde_json::json!({"iterations": copy.0, "time_per_step_s": copy.1, "bw_GBps": copy_bw});
+        let copy_bw = 2.0 * (copy_elements * o.precision.bytes()) as f64 / copy.1 / 1e9;
+        v["copy"] = serde_json::json!({
+            "elements": copy_elements, "iterations": copy.0, "time_per_step_s": copy.1, "bw_GBps": copy_bw
+        });
         if let Some(mut s) = solver {
             v["kernel"] = kernel_figures(s.as_mut(), o, copy_bw)?;
         }
@@ -252,12 +260,13 @@ pub fn text(v: &serde_json::Value) -> String {
     let f = |x: &serde_json::Value| x.as_f64().unwrap_or(0.0);
     let scheme = v["scheme"].as_str().map(|s| format!(" --scheme {s}")).unwrap_or_default();
     let mut s = format!(
-        "bench {}{scheme} on {} ({}, {on}), {shape}\n  COPY:   {:>9.3e} s/step  {:>8.2} GB/s\n",
+        "bench {}{scheme} on {} ({}, {on}), {shape}\n  COPY:   {:>9.3e} s/step  {:>8.2} GB/s  ({} elements)\n",
         v["name"].as_str().unwrap_or(""),
         v["backend"].as_str().unwrap_or(""),
         v["precision"].as_str().unwrap_or(""),
         f(&v["copy"]["time_per_step_s"]),
         f(&v["copy"]["bw_GBps"]),
+        v["copy"]["elements"],
     );
     if let Some(k) = v.get("kernel") {
         s += &format!(

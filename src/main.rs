@@ -91,7 +91,7 @@ enum Command {
     },
     /// Time a solver's steps next to a COPY kernel: effective bandwidth, Mcells/s, RDP.
     Bench {
-        /// copy | heat1d | heat2d | cavity | lskum (any solver of the registry)
+        /// copy | heat1d | heat2d | cavity | lskum | shallow_water (any solver of the registry)
         name: String,
         /// Problem size: nodes or cells per side (2D), nodes (1D) or points of a generated
         /// cloud; default 4096 (2D), 2^24 (1D), 100 000 (points), 2048 (shallow_water).

@@ -8,11 +8,11 @@ use sim::solver::Solver;
 use sim::solvers::heat::{Heat, Heat1dParams, Heat2dParams};
 
 fn heat1d<T: Real>(n: usize, r: f64) -> Heat<T> {
-    Heat::heat1d(&Heat1dParams { n, r, diffusivity: 1.0, length: 1.0, amplitude: 6.0 })
+    Heat::heat1d(&Heat1dParams { n, r, ..Default::default() })
 }
 
 fn heat2d<T: Real>(n: usize, r: f64) -> Heat<T> {
-    Heat::heat2d(&Heat2dParams { n, r, diffusivity: 1.0, t0: 0.001, domain: [-1.0, 1.0] })
+    Heat::heat2d(&Heat2dParams { n, r, ..Default::default() })
 }
 
 /// Advance to `end` exactly, shortening the last step like the driver does.

@@ -398,7 +398,7 @@ fn compression_figures() {
     use sim::solver::Solver;
     use sim::solvers::heat::{Heat, Heat2dParams};
     let dir = scratch("pv_figures");
-    let h = Heat::<f64>::heat2d(&Heat2dParams { n: 4096, r: 0.2, diffusivity: 1.0, t0: 0.001, domain: [-1.0, 1.0] });
+    let h = Heat::<f64>::heat2d(&Heat2dParams { n: 4096, ..Default::default() });
     let (mesh, fields) = (h.mesh(), h.output_fields());
     for compression in [Compression::None, Compression::Zlib, Compression::Lz4] {
         let frame = Frame { time: 0.0, compression, triangles: None, units: "" };

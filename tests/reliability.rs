@@ -9,14 +9,6 @@ use std::time::{Duration, Instant};
 
 const GOOD: &str = "name: h\nsolver:\n  heat2d: {n: 17, r: 0.2}\ntime: {end_step: 20}\n";
 
-fn exit2(o: &std::process::Output, needles: &[&str]) {
-    let err = stderr(o);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    for n in needles {
-        assert!(err.contains(n), "expected {n:?} in: {err}");
-    }
-}
-
 #[test]
 fn names_and_output_paths_cannot_reach_other_files() {
     let dir = scratch("rel_paths");

@@ -67,6 +67,20 @@ fn heat2d_restart_is_bit_exact_f32() {
 }
 
 #[test]
+fn implicit_heat_restart_is_bit_exact() {
+    // The end time is not a whole number of steps: the last step is shortened (refactored).
+    for (name, solver, end) in [
+        ("cn", "heat1d: {n: 101, r: 20.0, method: crank_nicolson}", "{end_time: 0.0803}"),
+        ("spike", "heat1d: {n: 1001, r: 0.4, method: crank_nicolson, tridiagonal: spike, partitions: 7}", "{end_time: 1.61e-5}"),
+        ("adi", "heat2d: {n: 65, r: 8.0, method: adi}", "{end_time: 0.31}"),
+    ] {
+        for precision in ["f64", "f32"] {
+            check_restart(&format!("ri{name}{precision}"), solver, precision, end, "13");
+        }
+    }
+}
+
+#[test]
 fn restart_latest_picks_the_newest_checkpoint() {
     let dir = scratch("latest");
     let extra = "checkpoint: {every_steps: 10, keep: 2}";

@@ -14,14 +14,6 @@ use sim::solver::Solver;
 use sim::solvers::SolverSpec;
 use sim::solvers::shallow_water::ShallowWaterParams;
 
-fn exit2(o: &std::process::Output, needles: &[&str]) {
-    let err = stderr(o);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    for n in needles {
-        assert!(err.contains(n), "expected {n:?} in: {err}");
-    }
-}
-
 /// A shallow-water case whose solver section is `fields` (YAML flow-map entries).
 fn case(name: &str, fields: &str, precision: &str, time: &str) -> String {
     format!("name: {name}\nsolver:\n  shallow_water: {{{fields}}}\nprecision: {precision}\ntime: {time}\n")

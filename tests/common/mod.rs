@@ -35,6 +35,15 @@ pub fn ok(o: Output) -> Output {
     o
 }
 
+/// Assert a refusal: exit code 2 and every needle in the message.
+pub fn exit2(o: &Output, needles: &[&str]) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    for n in needles {
+        assert!(err.contains(n), "expected {n:?} in: {err}");
+    }
+}
+
 /// Small heat case text; `solver` is e.g. "heat2d: {n: 33, r: 0.2}".
 pub fn heat_case(name: &str, solver: &str, precision: &str, time: &str, extra: &str) -> String {
     format!(

@@ -56,9 +56,14 @@ impl<T: Real> Stages<T> for CpuStages<'_, T> {
 
 /// One FTCS step in 1D: `dst = src + r * laplacian(src)`, ends set to 0.
 pub fn ftcs1d<T: Real>(src: &[T], dst: &mut [T], r: T) {
+    three_point1d(src, dst, T::one() - (r + r), r);
+}
+
+/// `dst = c0 * c + r * (west + east)` on the interior, ends set to 0 (FTCS; the explicit
+/// half of Crank–Nicolson with `c0 = 1 - r` and `r/2` for `r`).
+pub fn three_point1d<T: Real>(src: &[T], dst: &mut [T], c0: T, r: T) {
     let n = src.len();
     assert!(n >= 3 && dst.len() == n);
-    let c0 = T::one() - (r + r);
     dst.par_chunks_mut(CHUNK_1D).enumerate().for_each(|(chunk, out)| {
         let start = chunk * CHUNK_1D;
         let end = start + out.len();

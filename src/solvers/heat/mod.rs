@@ -1,8 +1,10 @@
-//! Explicit heat equation `dT/dt = a laplacian(T)` with zero Dirichlet boundaries:
-//! `heat1d` (sine initial condition on [0, L]) and `heat2d` (Gaussian heat kernel on a square),
-//! each with its analytic solution.
+//! Heat equation `dT/dt = a laplacian(T)` with zero Dirichlet boundaries: `heat1d` (sine
+//! initial condition on [0, L]) and `heat2d` (Gaussian heat kernel on a square), each with
+//! its analytic solution; explicit (FTCS, CPU and CUDA) or implicit (Crank–Nicolson in 1D,
+//! Peaceman–Rachford ADI in 2D, CPU).
 
 pub mod cuda;
+pub mod implicit;
 pub mod kernels;
 
 use std::f64::consts::PI;
@@ -18,6 +20,7 @@ use crate::solver::{
 };
 use crate::solvers::{Device, Registered, SolverSpec};
 use crate::validate::{count, positive};
+pub use implicit::{Method, TridiagonalSolver};
 
 /// `solver: {heat1d: ...}`: `T(x,0) = amplitude sin(pi x / length)` on `[0, length]`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -33,6 +36,15 @@ pub struct Heat1dParams {
     pub length: f64,
     #[serde(default = "six")]
     pub amplitude: f64,
+    /// `explicit` (FTCS) or `crank_nicolson`.
+    #[serde(default)]
+    pub method: Method,
+    /// The tridiagonal solver of `crank_nicolson`: `thomas` (default) or `spike`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tridiagonal: Option<TridiagonalSolver>,
+    /// Truncated SPIKE partitions (`tridiagonal: spike`), default 64.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partitions: Option<usize>,
 }
 
 /// `solver: {heat2d: ...}`: heat kernel of age `t0` centred in the square `domain`².
@@ -51,6 +63,32 @@ pub struct Heat2dParams {
     /// `[lo, hi]` of both axes.
     #[serde(default = "default_domain")]
     pub domain: [f64; 2],
+    /// `explicit` (FTCS) or `adi` (Peaceman–Rachford).
+    #[serde(default)]
+    pub method: Method,
+}
+
+impl Default for Heat1dParams {
+    /// The paper's case (He 2023, HEAT1D): 512 nodes, r = 0.4, explicit.
+    fn default() -> Self {
+        Heat1dParams {
+            n: 512,
+            r: 0.4,
+            diffusivity: 1.0,
+            length: 1.0,
+            amplitude: 6.0,
+            method: Method::Explicit,
+            tridiagonal: None,
+            partitions: None,
+        }
+    }
+}
+
+impl Default for Heat2dParams {
+    /// The paper's case (He 2023, HEAT2D): r = 0.2, the Gaussian of age 0.001 on [-1, 1]², explicit.
+    fn default() -> Self {
+        Heat2dParams { n: 512, r: 0.2, diffusivity: 1.0, t0: default_t0(), domain: default_domain(), method: Method::Explicit }
+    }
 }
 
 fn one() -> f64 {
@@ -73,20 +111,60 @@ pub const NEXT_SLOT: usize = 4;
 const MAX_N_1D: usize = 1 << 30;
 const MAX_N_2D: usize = 1 << 16;
 
-fn check_r(key: &str, r: f64, limit: f64) -> Result<()> {
+/// SPIKE partitions when `partitions` is not given.
+const DEFAULT_PARTITIONS: usize = 64;
+
+/// `r` of the explicit method is limited; the implicit methods are unconditionally stable.
+fn check_r(key: &str, r: f64, method: Method, limit: f64) -> Result<()> {
     positive(key, r)?;
-    if r > limit {
+    if !method.implicit() && r > limit {
         return input(format!(
-            "{key}: {r} exceeds the stability limit r <= {limit} of the explicit scheme"
+            "{key}: {r} exceeds the stability limit r <= {limit} of the explicit scheme (an implicit \
+             method has none: method: {})",
+            if limit == 0.5 { "crank_nicolson" } else { "adi" }
         ));
     }
     Ok(())
 }
 
+impl Heat1dParams {
+    fn tridiagonal_solver(&self) -> TridiagonalSolver {
+        self.tridiagonal.unwrap_or_default()
+    }
+    fn partition_count(&self) -> usize {
+        self.partitions.unwrap_or(DEFAULT_PARTITIONS).min(self.n - 2)
+    }
+    /// The method's keys: `adi` is 2-D; `tridiagonal` and `partitions` belong to an implicit
+    /// method and to SPIKE.
+    fn check_method(&self) -> Result<()> {
+        let key = "solver.heat1d";
+        if self.method == Method::Adi {
+            return input(format!("{key}.method: adi is the 2-D method (heat2d); heat1d takes explicit or crank_nicolson"));
+        }
+        if !self.method.implicit() && self.tridiagonal.is_some() {
+            return input(format!("{key}.tridiagonal: only with an implicit method (method: crank_nicolson)"));
+        }
+        if let Some(p) = self.partitions {
+            if self.tridiagonal_solver() != TridiagonalSolver::Spike {
+                return input(format!("{key}.partitions: only with tridiagonal: spike"));
+            }
+            if p == 0 || p > self.n - 2 {
+                return input(format!(
+                    "{key}.partitions: {p} partitions for a system of {} unknowns (n - 2); give 1 to {}",
+                    self.n - 2,
+                    self.n - 2
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
 impl SolverSpec for Heat1dParams {
     fn validate(&self) -> Result<()> {
         count("solver.heat1d.n", self.n, "nodes", 3, MAX_N_1D)?;
-        check_r("solver.heat1d.r", self.r, 0.5)?;
+        check_r("solver.heat1d.r", self.r, self.method, 0.5)?;
+        self.check_method()?;
         positive("solver.heat1d.diffusivity", self.diffusivity)?;
         positive("solver.heat1d.length", self.length)?;
         if !self.amplitude.is_finite() {
@@ -95,10 +173,12 @@ impl SolverSpec for Heat1dParams {
         Ok(())
     }
     fn has_cuda(&self) -> bool {
-        true
+        !self.method.implicit()
     }
     fn memory_estimate(&self, precision: Precision) -> usize {
-        2 * self.n * precision.bytes()
+        // Two fields; the factorisation (Thomas: 2 arrays; SPIKE: 2 and the partitions' tips).
+        let factors = if self.method.implicit() { 2 } else { 0 };
+        (2 + factors) * self.n * precision.bytes()
     }
     fn nominal_dt(&self) -> Option<f64> {
         Some(self.setup().dt)
@@ -114,7 +194,7 @@ impl SolverSpec for Heat1dParams {
 impl Registered for Heat1dParams {
     const BENCH_SIZE: usize = 1 << 24;
     fn bench(n: usize, _scheme: Option<&str>, precision: Precision, device: &Device) -> Result<Box<dyn Solver>> {
-        let p = Heat1dParams { n, r: 0.2, diffusivity: 1.0, length: 1.0, amplitude: 6.0 };
+        let p = Heat1dParams { n, r: 0.2, ..Heat1dParams::default() };
         p.validated_build(precision, device)
     }
 }
@@ -122,7 +202,11 @@ impl Registered for Heat1dParams {
 impl SolverSpec for Heat2dParams {
     fn validate(&self) -> Result<()> {
         count("solver.heat2d.n", self.n, "nodes", 3, MAX_N_2D)?;
-        check_r("solver.heat2d.r", self.r, 0.25)?;
+        if self.method == Method::CrankNicolson {
+            return input("solver.heat2d.method: heat2d's implicit method is adi (Peaceman–Rachford: \
+                          Crank–Nicolson split into two tridiagonal halves); crank_nicolson is heat1d's");
+        }
+        check_r("solver.heat2d.r", self.r, self.method, 0.25)?;
         positive("solver.heat2d.diffusivity", self.diffusivity)?;
         positive("solver.heat2d.t0", self.t0)?;
         let [lo, hi] = self.domain;
@@ -132,7 +216,7 @@ impl SolverSpec for Heat2dParams {
         Ok(())
     }
     fn has_cuda(&self) -> bool {
-        true
+        !self.method.implicit()
     }
     fn memory_estimate(&self, precision: Precision) -> usize {
         2 * self.n * self.n * precision.bytes()
@@ -150,7 +234,7 @@ impl SolverSpec for Heat2dParams {
 
 impl Registered for Heat2dParams {
     fn bench(n: usize, _scheme: Option<&str>, precision: Precision, device: &Device) -> Result<Box<dyn Solver>> {
-        let p = Heat2dParams { n, r: 0.2, diffusivity: 1.0, t0: default_t0(), domain: default_domain() };
+        let p = Heat2dParams { n, r: 0.2, ..Heat2dParams::default() };
         p.validated_build(precision, device)
     }
 }
@@ -208,21 +292,36 @@ pub struct Setup {
     pub r_limit: f64,
     pub dt: f64,
     pub exact: Exact,
+    pub method: Method,
+    /// The tridiagonal solver of the implicit halves along x and its SPIKE partitions.
+    pub tridiagonal: TridiagonalSolver,
+    pub partitions: usize,
 }
 
 impl Setup {
-    fn new(kind: &'static str, grid: Grid, r: f64, r_limit: f64, a: f64, exact: Exact) -> Self {
+    fn new(kind: &'static str, grid: Grid, r: f64, r_limit: f64, a: f64, exact: Exact, method: Method) -> Self {
         let dx = grid.spacing[0];
-        Setup { kind, grid, r, r_limit, dt: r * dx * dx / a, exact }
+        let tridiagonal = TridiagonalSolver::Thomas;
+        Setup { kind, grid, r, r_limit, dt: r * dx * dx / a, exact, method, tridiagonal, partitions: 1 }
     }
 
     /// Lines for `sim check`.
     fn describe(&self) -> Vec<String> {
         let [nx, ny] = self.grid.n;
         let grid = if ny == 1 { format!("{nx} nodes") } else { format!("{nx} x {ny} nodes") };
+        let method = match (self.method, self.tridiagonal) {
+            (Method::Explicit, _) => format!("stability limit r <= {}", self.r_limit),
+            (Method::Adi, _) => "adi (Peaceman–Rachford), unconditionally stable, batched Thomas".into(),
+            (Method::CrankNicolson, TridiagonalSolver::Thomas) => {
+                "crank_nicolson, unconditionally stable, Thomas".into()
+            }
+            (Method::CrankNicolson, TridiagonalSolver::Spike) => {
+                format!("crank_nicolson, unconditionally stable, truncated SPIKE on {} partitions", self.partitions)
+            }
+        };
         vec![
             format!("grid: {grid}, dx = {:.6e}", self.grid.spacing[0]),
-            format!("dt = {:.6e} (r = {}, stability limit r <= {})", self.dt, self.r, self.r_limit),
+            format!("dt = {:.6e} (r = {}, {method})", self.dt, self.r),
         ]
     }
 }
@@ -232,7 +331,8 @@ impl Heat1dParams {
         let dx = self.length / (self.n - 1) as f64;
         let grid = Grid { n: [self.n, 1], origin: [0.0, 0.0], spacing: [dx, dx] };
         let exact = Exact::Sine { a: self.diffusivity, length: self.length, amplitude: self.amplitude };
-        Setup::new("heat1d", grid, self.r, 0.5, self.diffusivity, exact)
+        let setup = Setup::new("heat1d", grid, self.r, 0.5, self.diffusivity, exact, self.method);
+        Setup { tridiagonal: self.tridiagonal_solver(), partitions: self.partition_count(), ..setup }
     }
 }
 
@@ -242,7 +342,7 @@ impl Heat2dParams {
         let dx = (hi - lo) / (self.n - 1) as f64;
         let grid = Grid { n: [self.n, self.n], origin: [lo, lo], spacing: [dx, dx] };
         let exact = Exact::Gaussian { a: self.diffusivity, t0: self.t0 };
-        Setup::new("heat2d", grid, self.r, 0.25, self.diffusivity, exact)
+        Setup::new("heat2d", grid, self.r, 0.25, self.diffusivity, exact, self.method)
     }
 }
 
@@ -256,12 +356,19 @@ impl<T: Real> Heat<T> {
     }
 
     fn new(setup: Setup) -> Self {
-        let Setup { kind, grid, r, dt, exact, .. } = setup;
+        let Setup { kind, grid, r, dt, exact, method, .. } = setup;
         let mut temp = Padded::zeros(grid.nodes(), 0);
         temp.copy_from_slice(&sample::<T>(&grid, |x, y| exact.value(x, y, 0.0)));
         zero_boundary(&mut temp, grid.n[0]);
         let next = Padded::zeros(grid.nodes(), NEXT_SLOT);
-        let engine = Engine::Cpu { next };
+        let engine = match method {
+            Method::Explicit => Engine::Cpu { next },
+            _ => {
+                let [nx, ny] = grid.n;
+                let imp = implicit::CpuImplicit::new(next, nx, ny, setup.tridiagonal, setup.partitions);
+                Engine::Implicit { imp: Box::new(imp), method }
+            }
+        };
         Heat { kind, grid, r, dt, exact, temp, engine, host_current: true, backend: "cpu".into(), step: 0, time: 0.0 }
     }
 
@@ -339,6 +446,8 @@ enum Engine<T: Real> {
     Cpu { next: Padded<T> },
     /// On a CUDA device; the solver's field is the host copy.
     Cuda(Box<cuda::HeatCuda<T>>),
+    /// An implicit method on the CPU.
+    Implicit { imp: Box<implicit::CpuImplicit<T>>, method: Method },
 }
 
 impl<T: Real> Engine<T> {
@@ -347,12 +456,16 @@ impl<T: Real> Engine<T> {
         match self {
             Engine::Cpu { next } => kernels::step(&mut kernels::CpuStages { temp, next, nx }, r),
             Engine::Cuda(gpu) => kernels::step(gpu.as_mut(), r),
+            Engine::Implicit { imp, method } => {
+                imp.factor(r)?;
+                implicit::step(&mut implicit::CpuStages { temp, imp }, *method, r)
+            }
         }
     }
 
     /// Whether the field lives on the host, so that stepping keeps the host copy current.
     fn on_host(&self) -> bool {
-        matches!(self, Engine::Cpu { .. })
+        !matches!(self, Engine::Cuda(_))
     }
 }
 
@@ -420,7 +533,7 @@ impl<T: Real> Solver for Heat<T> {
     fn wait(&mut self) -> Result<()> {
         match &self.engine {
             Engine::Cuda(gpu) => gpu.wait(),
-            Engine::Cpu { .. } => Ok(()),
+            Engine::Cpu { .. } | Engine::Implicit { .. } => Ok(()),
         }
     }
 
@@ -500,6 +613,12 @@ impl<T: Real> Solver for Heat<T> {
         let (max, rms) = self.errors();
         let mut m = serde_json::Map::new();
         m.insert("reference".into(), "analytic".into());
+        if let Engine::Implicit { imp, method } = &self.engine {
+            m.insert("method".into(), method.name().into());
+            if let Some(reason) = &imp.fallback {
+                m.insert("tridiagonal_fallback".into(), reason.clone().into());
+            }
+        }
         m.insert("max_error".into(), max.into());
         m.insert("rms_error".into(), rms.into());
         m
@@ -519,7 +638,7 @@ mod tests {
 
     #[test]
     fn host_readers_refuse_a_stale_copy() {
-        let p = Heat2dParams { n: 9, r: 0.2, diffusivity: 1.0, t0: default_t0(), domain: default_domain() };
+        let p = Heat2dParams { n: 9, r: 0.2, ..Heat2dParams::default() };
         let mut h = Heat::<f64>::heat2d(&p);
         h.advance(h.dt()).unwrap();
         assert!(h.host_current, "a CPU step keeps the host copy current");

@@ -1,0 +1,588 @@
+//! Tridiagonal solvers: the Thomas algorithm (LU without pivoting, factored once and applied
+//! to many right-hand sides, one system or a batch of systems interleaved in memory) and the
+//! truncated SPIKE algorithm (Polizzi & Sameh; MacIntosh et al. 2019), which splits one
+//! large system into partitions solved in parallel.
+//!
+//! Every solve is a fixed sequence of IEEE operations per element, independent of the
+//! thread count, so results are reproducible bit for bit (and a CUDA kernel evaluating the
+//! same expressions gives the same bits):
+//! - factor: `inv_0 = 1/b_0`, `u_0 = c_0 inv_0`; `inv_i = 1/(b_i - a_i u_{i-1})`, `u_i = c_i inv_i`;
+//! - forward: `y_0 = d_0 inv_0`, `y_i = (d_i - a_i y_{i-1}) inv_i`;
+//! - backward: `x_{m-1} = y_{m-1}`, `x_i = y_i - u_i x_{i+1}`.
+
+use rayon::prelude::*;
+
+use crate::error::{Result, input};
+use crate::real::Real;
+
+/// A tridiagonal matrix: row `i` is `a_i x_{i-1} + b_i x_i + c_i x_{i+1}` (`a_0` and
+/// `c_{m-1}` are absent and read as 0).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Tridiagonal<T> {
+    /// The same `(a, b, c)` on every row (Toeplitz): the implicit heat halves.
+    Constant { m: usize, a: T, b: T, c: T },
+    /// Diagonals of length `m` each (`lower[0]` and `upper[m-1]` ignored).
+    General { lower: Vec<T>, diag: Vec<T>, upper: Vec<T> },
+}
+
+impl<T: Real> Tridiagonal<T> {
+    pub fn constant(m: usize, a: T, b: T, c: T) -> Self {
+        Tridiagonal::Constant { m, a, b, c }
+    }
+
+    pub fn general(lower: Vec<T>, diag: Vec<T>, upper: Vec<T>) -> Self {
+        assert!(lower.len() == diag.len() && upper.len() == diag.len(), "diagonals of unequal length");
+        Tridiagonal::General { lower, diag, upper }
+    }
+
+    /// Unknowns.
+    pub fn len(&self) -> usize {
+        match self {
+            Tridiagonal::Constant { m, .. } => *m,
+            Tridiagonal::General { diag, .. } => diag.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// `(a_i, b_i, c_i)` with the absent corners as 0.
+    pub fn row(&self, i: usize) -> (T, T, T) {
+        let m = self.len();
+        let (a, b, c) = match self {
+            Tridiagonal::Constant { a, b, c, .. } => (*a, *b, *c),
+            Tridiagonal::General { lower, diag, upper } => (lower[i], diag[i], upper[i]),
+        };
+        (if i == 0 { T::zero() } else { a }, b, if i + 1 == m { T::zero() } else { c })
+    }
+
+    /// The diagonal dominance `d = min_i |b_i| / (|a_i| + |c_i|)` (MacIntosh et al. eq. 2);
+    /// infinite for a diagonal matrix.
+    pub fn dominance(&self) -> f64 {
+        (0..self.len())
+            .map(|i| {
+                let (a, b, c) = self.row(i);
+                b.f64().abs() / (a.f64().abs() + c.f64().abs())
+            })
+            .fold(f64::INFINITY, f64::min)
+    }
+
+    /// `A x`, for residual checks.
+    pub fn apply(&self, x: &[T]) -> Vec<T> {
+        (0..self.len())
+            .map(|i| {
+                let (a, b, c) = self.row(i);
+                let w = if i > 0 { a * x[i - 1] } else { T::zero() };
+                let e = if i + 1 < x.len() { c * x[i + 1] } else { T::zero() };
+                w + b * x[i] + e
+            })
+            .collect()
+    }
+
+    /// The diagonal block of rows `start..end` as a matrix of its own.
+    fn block(&self, start: usize, end: usize) -> Tridiagonal<T> {
+        match self {
+            Tridiagonal::Constant { a, b, c, .. } => Tridiagonal::constant(end - start, *a, *b, *c),
+            Tridiagonal::General { lower, diag, upper } => Tridiagonal::general(
+                lower[start..end].to_vec(),
+                diag[start..end].to_vec(),
+                upper[start..end].to_vec(),
+            ),
+        }
+    }
+}
+
+/// The LU factors of the Thomas algorithm. Row `i` uses `(lower[i], inv[i], up[i])` for
+/// `i < lower.len()` and `tail` beyond: the factors of a constant matrix become stationary
+/// after a few dozen rows (bitwise), so only that prefix is stored.
+#[derive(Clone, Debug)]
+pub struct Thomas<T> {
+    m: usize,
+    lower: Vec<T>,
+    inv: Vec<T>,
+    up: Vec<T>,
+    tail: (T, T, T),
+}
+
+impl<T: Real> Thomas<T> {
+    /// Factor `a`; a zero or non-finite pivot (a singular matrix, or one that needs
+    /// pivoting) is an error.
+    pub fn new(a: &Tridiagonal<T>) -> Result<Self> {
+        let m = a.len();
+        if m == 0 {
+            return input("tridiagonal: a system with no unknowns");
+        }
+        let constant = matches!(a, Tridiagonal::Constant { .. });
+        let (mut lower, mut inv, mut up) = (Vec::new(), Vec::new(), Vec::new());
+        let mut prev_up = T::zero();
+        for i in 0..m {
+            let (ai, bi, ci) = a.row(i);
+            let pivot = bi - ai * prev_up;
+            if pivot == T::zero() || !pivot.is_finite() {
+                return input(format!("tridiagonal: pivot {} at row {i}: the matrix is singular or needs pivoting", pivot.f64()));
+            }
+            let (invi, upi) = (T::one() / pivot, ci * (T::one() / pivot));
+            // Rows 1..m-1 of a constant matrix share (a, b, c): once a row's factors equal the
+            // previous row's, every later row's do too.
+            if constant && i >= 2 && i + 1 < m && invi == inv[i - 1] && upi == up[i - 1] {
+                break;
+            }
+            lower.push(ai);
+            inv.push(invi);
+            up.push(upi);
+            prev_up = upi;
+        }
+        let k = lower.len();
+        let tail = (lower[k - 1], inv[k - 1], up[k - 1]);
+        Ok(Thomas { m, lower, inv, up, tail })
+    }
+
+    /// Unknowns.
+    pub fn len(&self) -> usize {
+        self.m
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.m == 0
+    }
+
+    #[inline(always)]
+    fn at(&self, i: usize) -> (T, T, T) {
+        if i < self.lower.len() { (self.lower[i], self.inv[i], self.up[i]) } else { self.tail }
+    }
+
+    /// Solve `A x = d` in place.
+    pub fn solve(&self, d: &mut [T]) {
+        let m = self.m;
+        assert_eq!(d.len(), m, "right-hand side of the wrong length");
+        let k = self.lower.len().min(m);
+        d[0] = d[0] * self.inv[0];
+        for i in 1..k {
+            d[i] = (d[i] - self.lower[i] * d[i - 1]) * self.inv[i];
+        }
+        let (lt, it, ut) = self.tail;
+        for i in k.max(1)..m {
+            d[i] = (d[i] - lt * d[i - 1]) * it;
+        }
+        for i in (k..m.saturating_sub(1)).rev() {
+            d[i] = d[i] - ut * d[i + 1];
+        }
+        for i in (0..k.min(m - 1)).rev() {
+            d[i] = d[i] - self.up[i] * d[i + 1];
+        }
+    }
+
+    /// Solve `width` systems stored interleaved, in place: unknown `i` of system `s` at
+    /// `d[i * width + s]`, the layout of the columns of a row-major grid. The sweeps run
+    /// along the rows, vectorised across systems, in column blocks that stay in cache
+    /// between the forward and the backward sweep, in parallel over blocks.
+    pub fn solve_interleaved(&self, d: &mut [T], width: usize) {
+        let m = self.m;
+        assert_eq!(d.len(), m * width, "interleaved right-hand sides of the wrong length");
+        // Columns per block: a few cache lines wide, the block (m rows) within ~256 KiB.
+        let line = 64 / std::mem::size_of::<T>();
+        let cols = ((256 * 1024 / std::mem::size_of::<T>()) / m).clamp(line, 8 * line).min(width).max(1);
+        let base = SendPtr(d.as_mut_ptr());
+        (0..width.div_ceil(cols)).into_par_iter().for_each(|block| {
+            let (c0, c1) = (block * cols, ((block + 1) * cols).min(width));
+            // SAFETY: each task touches only columns c0..c1 of each row; the ranges of
+            // different tasks are disjoint and all lie inside `d` (m * width elements).
+            let row = |i: usize| unsafe { std::slice::from_raw_parts_mut(base.get().add(i * width + c0), c1 - c0) };
+            let inv0 = self.inv[0];
+            for v in row(0) {
+                *v = *v * inv0;
+            }
+            for i in 1..m {
+                let (l, inv, _) = self.at(i);
+                let (prev, cur) = (row(i - 1), row(i));
+                for (x, p) in cur.iter_mut().zip(prev.iter()) {
+                    *x = (*x - l * *p) * inv;
+                }
+            }
+            for i in (0..m - 1).rev() {
+                let (_, _, u) = self.at(i);
+                let (cur, next) = (row(i), row(i + 1));
+                for (x, n) in cur.iter_mut().zip(next.iter()) {
+                    *x = *x - u * *n;
+                }
+            }
+        });
+    }
+
+    /// Solve the systems stored one after another (`d.len() / m` of them), in parallel over
+    /// groups of systems; within a group the systems advance in lockstep, so their
+    /// dependency chains overlap in the pipeline.
+    pub fn solve_batch(&self, d: &mut [T]) {
+        let m = self.m;
+        assert_eq!(d.len() % m, 0, "batch of right-hand sides of the wrong length");
+        d.par_chunks_mut(LOCKSTEP * m).for_each(|group| self.solve_lockstep(group));
+    }
+
+    /// Up to `LOCKSTEP` consecutive systems, element by element together.
+    fn solve_lockstep(&self, group: &mut [T]) {
+        let m = self.m;
+        let mut rows: Vec<&mut [T]> = group.chunks_mut(m).collect();
+        if rows.len() < LOCKSTEP {
+            for r in rows {
+                self.solve(r);
+            }
+            return;
+        }
+        let inv0 = self.inv[0];
+        for r in rows.iter_mut() {
+            r[0] = r[0] * inv0;
+        }
+        for i in 1..m {
+            let (l, inv, _) = self.at(i);
+            for r in rows.iter_mut() {
+                r[i] = (r[i] - l * r[i - 1]) * inv;
+            }
+        }
+        for i in (0..m - 1).rev() {
+            let (_, _, u) = self.at(i);
+            for r in rows.iter_mut() {
+                r[i] = r[i] - u * r[i + 1];
+            }
+        }
+    }
+}
+
+/// Systems a lockstep group of [`Thomas::solve_batch`] advances together.
+const LOCKSTEP: usize = 8;
+
+#[derive(Clone, Copy)]
+struct SendPtr<T>(*mut T);
+// SAFETY: used only to hand disjoint parts of one slice to rayon tasks.
+unsafe impl<T> Send for SendPtr<T> {}
+unsafe impl<T> Sync for SendPtr<T> {}
+impl<T> SendPtr<T> {
+    fn get(self) -> *mut T {
+        self.0
+    }
+}
+
+/// One partition of a SPIKE plan: its rows, its local factors, and the parts of its spikes
+/// that are not negligible.
+#[derive(Clone, Debug)]
+struct Partition<T> {
+    start: usize,
+    end: usize,
+    factors: Thomas<T>,
+    /// `V = A_k^{-1} c e_last` (the coupling to the next partition): its bottom entries
+    /// `v[m - v.len()..m]`; the entries above are below the truncation tolerance.
+    v: Vec<T>,
+    /// `W = A_k^{-1} a e_first` (the coupling to the previous partition): its top entries.
+    w: Vec<T>,
+}
+
+/// Truncated SPIKE for one system, or Thomas where the matrix is not dominant enough to
+/// truncate at the requested partition size.
+///
+/// Solve: (1) every partition solves its own block, `F_k = A_k^{-1} d_k`, in place, in
+/// parallel; (2) each interface between partitions `k` and `k+1` solves the 2 x 2 system
+/// `x_k^b + V_k^b x_{k+1}^t = F_k^b`, `W_{k+1}^t x_k^b + x_{k+1}^t = F_{k+1}^t` (eq. 6: the
+/// far tips `V_k^t` and `W_k^b` dropped); (3) every partition corrects
+/// `x_k = F_k - V_k x_{k+1}^t - W_k x_{k-1}^b` over the rows where its spikes are not
+/// negligible. The plan drops only spike entries below `eps/4` (`eps` the precision's
+/// machine epsilon), so the error is about `eps |x|`; where a far tip exceeds that (the
+/// error estimate `d^-m` of eq. 8 above round-off), [`SpikePlan::plan`] falls back to Thomas.
+#[derive(Clone, Debug)]
+pub struct SpikePlan<T> {
+    method: SpikeMethod<T>,
+    fallback: Option<String>,
+}
+
+#[derive(Clone, Debug)]
+enum SpikeMethod<T> {
+    Truncated(Vec<Partition<T>>),
+    Thomas(Thomas<T>),
+}
+
+impl<T: Real> SpikePlan<T> {
+    /// Plan `a` on `partitions` partitions (1 to `a.len()`), falling back to Thomas (and
+    /// saying why) where truncation would lose accuracy.
+    pub fn plan(a: &Tridiagonal<T>, partitions: usize) -> Result<Self> {
+        Self::build(a, partitions, true)
+    }
+
+    /// The truncated algorithm whatever the dominance: for accuracy studies (the error
+    /// against dominance curve), never for a solver's results.
+    pub fn plan_truncated(a: &Tridiagonal<T>, partitions: usize) -> Result<Self> {
+        Self::build(a, partitions, false)
+    }
+
+    fn build(a: &Tridiagonal<T>, p: usize, guarded: bool) -> Result<Self> {
+        let n = a.len();
+        if p == 0 || p > n {
+            return input(format!("tridiagonal: {p} SPIKE partitions for a system of {n} unknowns; give 1 to {n}"));
+        }
+        let tol = T::epsilon() * T::of(0.25);
+        let bounds: Vec<(usize, usize)> = (0..p).map(|k| (k * n / p, (k + 1) * n / p)).collect();
+        let mut parts = Vec::with_capacity(p);
+        let mut cache: Vec<(usize, Partition<T>)> = Vec::new();
+        let mut worst = (0.0f64, 0usize);
+        for (k, &(start, end)) in bounds.iter().enumerate() {
+            // A constant matrix's partitions differ only in size (two sizes at most).
+            let cached = cache.iter().find(|(len, _)| *len == end - start).map(|(_, q)| q.clone());
+            let part = match cached {
+                Some(q) => Partition { start, end, ..q },
+                None => {
+                    let q = partition(a, start, end, tol)?;
+                    if matches!(a, Tridiagonal::Constant { .. }) {
+                        cache.push((end - start, q.clone()));
+                    }
+                    q
+                }
+            };
+            let far = part.far_tips(k + 1 < p, k > 0);
+            if far > worst.0 {
+                worst = (far, k);
+            }
+            parts.push(part);
+        }
+        if guarded && worst.0 > tol.f64() {
+            let m = n / p;
+            let reason = format!(
+                "diagonal dominance {:.4} is too weak to truncate SPIKE at {m} rows per partition: a dropped \
+                 spike tip is {:.2e} (partition {}), above the round-off {:.2e}; solved by Thomas",
+                a.dominance(),
+                worst.0,
+                worst.1,
+                tol.f64()
+            );
+            return Ok(SpikePlan { method: SpikeMethod::Thomas(Thomas::new(a)?), fallback: Some(reason) });
+        }
+        Ok(SpikePlan { method: SpikeMethod::Truncated(parts), fallback: None })
+    }
+
+    /// Why the plan solves with Thomas instead of truncated SPIKE, if it does.
+    pub fn fallback_reason(&self) -> Option<&str> {
+        self.fallback.as_deref()
+    }
+
+    /// Partitions solved in parallel (1 after a fallback).
+    pub fn partitions(&self) -> usize {
+        match &self.method {
+            SpikeMethod::Truncated(parts) => parts.len(),
+            SpikeMethod::Thomas(_) => 1,
+        }
+    }
+
+    /// Solve in place.
+    pub fn solve(&self, d: &mut [T]) {
+        let parts = match &self.method {
+            SpikeMethod::Thomas(t) => return t.solve(d),
+            SpikeMethod::Truncated(parts) => parts,
+        };
+        assert_eq!(d.len(), parts.last().map_or(0, |q| q.end), "right-hand side of the wrong length");
+        // (1) local solves.
+        let mut blocks = split(d, parts);
+        blocks.par_iter_mut().zip(parts.par_iter()).for_each(|(b, q)| q.factors.solve(b));
+        // (2) the interfaces: x_k^b and x_{k+1}^t.
+        let p = parts.len();
+        let mut bottom = vec![T::zero(); p];
+        let mut top = vec![T::zero(); p];
+        for k in 0..p - 1 {
+            let (fb, ft) = (*blocks[k].last().unwrap(), blocks[k + 1][0]);
+            let (vb, wt) = (*parts[k].v.last().unwrap_or(&T::zero()), *parts[k + 1].w.first().unwrap_or(&T::zero()));
+            let det = T::one() - vb * wt;
+            bottom[k] = (fb - vb * ft) / det;
+            top[k + 1] = (ft - wt * fb) / det;
+        }
+        // (3) corrections near the partitions' ends.
+        blocks.par_iter_mut().zip(parts.par_iter()).enumerate().for_each(|(k, (b, q))| {
+            let m = b.len();
+            if k + 1 < p {
+                let xt = top[k + 1];
+                for (x, &v) in b[m - q.v.len()..].iter_mut().zip(&q.v) {
+                    *x = *x - v * xt;
+                }
+            }
+            if k > 0 {
+                let xb = bottom[k - 1];
+                for (x, &w) in b[..q.w.len()].iter_mut().zip(&q.w) {
+                    *x = *x - w * xb;
+                }
+            }
+        });
+    }
+}
+
+/// `d` cut into the partitions' row ranges.
+fn split<'a, T>(mut d: &'a mut [T], parts: &[Partition<T>]) -> Vec<&'a mut [T]> {
+    let mut out = Vec::with_capacity(parts.len());
+    for q in parts {
+        let (head, rest) = d.split_at_mut(q.end - q.start);
+        out.push(head);
+        d = rest;
+    }
+    out
+}
+
+/// Factor rows `start..end` and compute the spikes of that partition with the couplings
+/// of its first and last rows (used only where a neighbour exists).
+fn partition<T: Real>(a: &Tridiagonal<T>, start: usize, end: usize, tol: T) -> Result<Partition<T>> {
+    let factors = Thomas::new(&a.block(start, end))?;
+    let m = end - start;
+    let (below, above) = match a {
+        Tridiagonal::Constant { a, c, .. } => (*a, *c),
+        Tridiagonal::General { lower, upper, .. } => (lower[start], upper[end - 1]),
+    };
+    let spike = |row: usize, coupling: T| {
+        let mut s = vec![T::zero(); m];
+        s[row] = coupling;
+        factors.solve(&mut s);
+        s
+    };
+    // V: from the first entry (from the top) above the tolerance to the bottom.
+    let full = spike(m - 1, above);
+    let from = full.iter().position(|x| x.abs() > tol).unwrap_or(m);
+    let v = full[from..].to_vec();
+    // W: from the top to the last entry above the tolerance.
+    let full = spike(0, below);
+    let to = full.iter().rposition(|x| x.abs() > tol).map_or(0, |i| i + 1);
+    let w = full[..to].to_vec();
+    Ok(Partition { start, end, factors, v, w })
+}
+
+impl<T: Real> Partition<T> {
+    /// The larger of the far tips truncation drops, `|V^t|` (with a next partition) and
+    /// `|W^b|` (with a previous one); 0 where the kept part of a spike stops short of it.
+    fn far_tips(&self, has_next: bool, has_prev: bool) -> f64 {
+        let m = self.end - self.start;
+        let vt = if has_next && self.v.len() == m { self.v[0].abs().f64() } else { 0.0 };
+        let wb = if has_prev && self.w.len() == m { self.w[m - 1].abs().f64() } else { 0.0 };
+        vt.max(wb)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A random system with dominance `d` (xorshift, fixed seed).
+    fn random(n: usize, d: f64, seed: u64) -> (Tridiagonal<f64>, Vec<f64>) {
+        let mut s = seed;
+        let mut rnd = move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+        };
+        let (mut lower, mut diag, mut upper) = (vec![0.0; n], vec![0.0; n], vec![0.0; n]);
+        for i in 0..n {
+            lower[i] = if i > 0 { rnd() } else { 0.0 };
+            upper[i] = if i + 1 < n { rnd() } else { 0.0 };
+            let sign = if rnd() < 0.0 { -1.0 } else { 1.0 };
+            diag[i] = sign * d * (lower[i].abs() + upper[i].abs()).max(1e-3);
+        }
+        let x = (0..n).map(|_| rnd()).collect();
+        (Tridiagonal::general(lower, diag, upper), x)
+    }
+
+    /// Dense Gaussian elimination with partial pivoting: the independent answer.
+    fn dense(a: &Tridiagonal<f64>, y: &[f64]) -> Vec<f64> {
+        let n = a.len();
+        let mut m = vec![vec![0.0; n + 1]; n];
+        for i in 0..n {
+            let (l, b, c) = a.row(i);
+            if i > 0 {
+                m[i][i - 1] = l;
+            }
+            m[i][i] = b;
+            if i + 1 < n {
+                m[i][i + 1] = c;
+            }
+            m[i][n] = y[i];
+        }
+        for col in 0..n {
+            let piv = (col..n).max_by(|&p, &q| m[p][col].abs().total_cmp(&m[q][col].abs())).unwrap();
+            m.swap(col, piv);
+            for r in col + 1..n {
+                let f = m[r][col] / m[col][col];
+                for c in col..=n {
+                    m[r][c] -= f * m[col][c];
+                }
+            }
+        }
+        let mut x = vec![0.0; n];
+        for i in (0..n).rev() {
+            x[i] = (m[i][n] - (i + 1..n).map(|j| m[i][j] * x[j]).sum::<f64>()) / m[i][i];
+        }
+        x
+    }
+
+    fn rel(x: &[f64], want: &[f64]) -> f64 {
+        let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        x.iter().zip(want).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max) / scale
+    }
+
+    #[test]
+    fn thomas_and_spike_match_a_dense_solve() {
+        for (n, p) in [(1, 1), (2, 2), (7, 3), (100, 7), (257, 257), (300, 16), (1000, 13)] {
+            let (a, x) = random(n, 3.0, 7 + n as u64);
+            let y = a.apply(&x);
+            let want = dense(&a, &y);
+            let mut t = y.clone();
+            Thomas::new(&a).unwrap().solve(&mut t);
+            assert!(rel(&t, &want) < 1e-12, "Thomas n = {n}");
+            let plan = SpikePlan::plan(&a, p).unwrap();
+            let mut s = y.clone();
+            plan.solve(&mut s);
+            assert!(rel(&s, &want) < 1e-12, "SPIKE n = {n}, p = {p}: {:e}", rel(&s, &want));
+        }
+    }
+
+    #[test]
+    fn constant_factors_are_the_full_factors() {
+        // The stored prefix plus the stationary tail gives the bits of full arrays.
+        let c = Tridiagonal::constant(5000, -0.7f64, 2.4, -0.7);
+        let g = Tridiagonal::general(vec![-0.7; 5000], vec![2.4; 5000], vec![-0.7; 5000]);
+        let (tc, tg) = (Thomas::new(&c).unwrap(), Thomas::new(&g).unwrap());
+        assert!(tc.lower.len() < 100 && tg.lower.len() == 5000);
+        let (_, x) = random(5000, 3.0, 3);
+        let (mut a, mut b) = (x.clone(), x.clone());
+        tc.solve(&mut a);
+        tg.solve(&mut b);
+        assert!(a == b);
+    }
+
+    #[test]
+    fn batched_layouts_match_single_solves() {
+        let a = Tridiagonal::constant(37, -1.3f32, 3.1, -1.1);
+        let t = Thomas::new(&a).unwrap();
+        let width = 41;
+        let (_, x) = random(37 * width, 3.0, 11);
+        let x: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+        let mut inter = x.clone();
+        t.solve_interleaved(&mut inter, width);
+        let mut batch = x.clone();
+        t.solve_batch(&mut batch);
+        for s in 0..width {
+            let mut col: Vec<f32> = (0..37).map(|i| x[i * width + s]).collect();
+            t.solve(&mut col);
+            assert!((0..37).all(|i| col[i] == inter[i * width + s]), "interleaved system {s}");
+            let mut row = x[s * 37..(s + 1) * 37].to_vec();
+            t.solve(&mut row);
+            assert!(row == batch[s * 37..(s + 1) * 37], "batched system {s}");
+        }
+    }
+
+    #[test]
+    fn weak_dominance_falls_back_and_says_why() {
+        let a = Tridiagonal::constant(1000, -1.0f64, 2.05, -1.0);
+        let plan = SpikePlan::plan(&a, 10).unwrap();
+        assert_eq!(plan.partitions(), 1);
+        assert!(plan.fallback_reason().unwrap().contains("dominance 1.0250"));
+        let strong = Tridiagonal::constant(1000, -1.0f64, 5.0, -1.0);
+        assert!(SpikePlan::plan(&strong, 10).unwrap().fallback_reason().is_none());
+        assert!(SpikePlan::plan(&strong, 1001).is_err() && SpikePlan::plan(&strong, 0).is_err());
+    }
+
+    #[test]
+    fn singular_matrices_are_refused() {
+        let a = Tridiagonal::general(vec![0.0, 1.0], vec![1.0, 1.0], vec![1.0, 0.0]);
+        assert!(Thomas::new(&a).is_err());
+    }
+}

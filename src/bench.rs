@@ -29,17 +29,28 @@ pub struct BenchOptions {
     pub threads: Option<usize>,
     /// Minimum timed duration of each kernel.
     pub seconds: f64,
+    /// `tridiag`: systems per solve (`thomas`).
+    pub batch: Option<usize>,
+    /// `tridiag`: `thomas` or `spike`.
+    pub solver: Option<String>,
 }
 
 /// Names `sim bench` accepts.
 pub fn names() -> Vec<&'static str> {
-    std::iter::once("copy").chain(SOLVERS.iter().map(|e| e.name)).collect()
+    ["copy", "tridiag"].into_iter().chain(SOLVERS.iter().map(|e| e.name)).collect()
 }
 
 /// Run a benchmark and return its figures as JSON.
 pub fn bench(o: &BenchOptions) -> Result<serde_json::Value> {
+    let tridiag = o.name == "tridiag";
+    if !tridiag && (o.batch.is_some() || o.solver.is_some()) {
+        return input("--batch and --solver belong to sim bench tridiag");
+    }
+    if tridiag && o.backend == Backend::Cuda {
+        return input("bench tridiag: the tridiagonal solvers are timed on the CPU (--backend cpu)");
+    }
     let entry = crate::solvers::entry(&o.name);
-    if entry.is_none() && o.name != "copy" {
+    if entry.is_none() && o.name != "copy" && !tridiag {
         return input(format!("bench: unknown benchmark '{}' (choose one of {})", o.name, names().join(", ")));
     }
     let size = o.size.or(entry.map(|e| e.bench_size)).unwrap_or(4096);
@@ -62,6 +73,9 @@ pub fn bench(o: &BenchOptions) -> Result<serde_json::Value> {
         .build()
         .map_err(|e| SimError::Run(format!("cannot start threads: {e}")))?;
     pool.install(|| {
+        if tridiag {
+            return crate::bench_tridiag::bench(o);
+        }
         let solver = match entry {
             Some(e) => Some((e.bench)(size, o.scheme.as_deref(), o.precision, &device)?),
             None => None,
@@ -183,7 +197,7 @@ fn time_steps(s: &mut dyn Solver, seconds: f64) -> Result<(u64, f64)> {
 
 /// COPY of `n` elements between two arrays (CPU: in the solvers' buffer placement, in
 /// parallel rows of `row` elements; GPU: `copy1d`): (iterations, seconds per copy).
-fn copy<T: Real>(device: &Device, n: usize, row: usize, seconds: f64) -> Result<(u64, f64)> {
+pub(crate) fn copy<T: Real>(device: &Device, n: usize, row: usize, seconds: f64) -> Result<(u64, f64)> {
     match device {
         Device::Cpu => {
             use crate::solvers::heat::{NEXT_SLOT, kernels};
@@ -234,7 +248,7 @@ fn cuda_copy<T: Real>(gpu: &Gpu, n: usize, seconds: f64) -> Result<(u64, f64)> {
 
 /// Untimed warm-up, then repeat `f` until at least `seconds` and 20 iterations have passed;
 /// returns (iterations, mean seconds per iteration).
-fn time_loop(seconds: f64, mut f: impl FnMut()) -> (u64, f64) {
+pub(crate) fn time_loop(seconds: f64, mut f: impl FnMut()) -> (u64, f64) {
     for _ in 0..3 {
         f();
     }
@@ -249,6 +263,9 @@ fn time_loop(seconds: f64, mut f: impl FnMut()) -> (u64, f64) {
 
 /// Human-readable form of [`bench`]'s result.
 pub fn text(v: &serde_json::Value) -> String {
+    if v["name"] == "tridiag" {
+        return crate::bench_tridiag::text(v);
+    }
     let on = match v["device"].as_str() {
         Some(d) => format!("{d}, {} {}", v["variant"].as_str().unwrap_or(""), v["block"]),
         None => format!("{} threads", v["threads"]),

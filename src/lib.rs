@@ -8,6 +8,7 @@
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
 
 pub mod bench;
+pub mod bench_tridiag;
 pub mod case;
 pub mod cuda;
 pub mod error;

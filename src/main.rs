@@ -91,7 +91,7 @@ enum Command {
     },
     /// Time a solver's steps next to a COPY kernel: effective bandwidth, Mcells/s, RDP.
     Bench {
-        /// copy | heat1d | heat2d | cavity | lskum | shallow_water (any solver of the registry)
+        /// copy | tridiag | heat1d | heat2d | cavity | lskum | shallow_water (any solver of the registry)
         name: String,
         /// Problem size: nodes or cells per side (2D), nodes (1D) or points of a generated
         /// cloud; default 4096 (2D), 2^24 (1D), 100 000 (points), 2048 (shallow_water).
@@ -118,6 +118,12 @@ enum Command {
         /// Print the figures as JSON.
         #[arg(long)]
         json: bool,
+        /// tridiag: systems per solve (thomas; default: as many as --size).
+        #[arg(long)]
+        batch: Option<usize>,
+        /// tridiag: thomas (batched systems) or spike (one system).
+        #[arg(long)]
+        solver: Option<String>,
     },
 }
 
@@ -150,7 +156,7 @@ fn main() -> ExitCode {
                 sim::mesh::generate(&o).map(|s| print!("{s}"))
             }
         }
-        Command::Bench { name, size, scheme, precision, threads, seconds, backend, variant, block, json, .. } => {
+        Command::Bench { name, size, scheme, precision, threads, seconds, backend, variant, block, json, batch, solver } => {
             let backend = match backend {
                 Backend::Auto if sim::cuda::Gpu::open().is_ok() => Backend::Cuda,
                 Backend::Auto => Backend::Cpu,
@@ -159,7 +165,7 @@ fn main() -> ExitCode {
             match block[..] {
                 [bx, by] => {
                     let gpu = GpuOptions { variant, block: [bx, by], fast_math: false };
-                    bench::bench(&BenchOptions { backend, gpu, name, size, scheme, precision, threads, seconds }).map(|v| {
+                    bench::bench(&BenchOptions { backend, gpu, name, size, scheme, precision, threads, seconds, batch, solver }).map(|v| {
                         if json {
                             println!("{}", serde_json::to_string_pretty(&v).expect("json"));
                         } else {

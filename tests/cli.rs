@@ -226,3 +226,28 @@ fn check_info_and_bench_report() {
     }
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[test]
+fn bench_tridiag_reports_both_layouts_and_spike() {
+    let dir = scratch("bench_tridiag");
+    let o = ok(sim(&dir, &["bench", "tridiag", "--size", "300", "--batch", "70", "--seconds", "0.01", "--json"]));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    for key in ["interleaved", "contiguous"] {
+        assert!(v[key]["bw_eff_GBps"].as_f64().unwrap() > 0.0 && v[key]["systems_per_s"].as_f64().unwrap() > 0.0, "{v}");
+    }
+    let o = ok(sim(&dir, &["bench", "tridiag", "--solver", "spike", "--size", "100000", "--seconds", "0.01", "--json"]));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["spike"]["unknowns_per_s"].as_f64().unwrap() > 0.0 && v["partitions"].as_u64() == Some(4), "{v}");
+    let bad: &[(&[&str], &str)] = &[
+        (&["--solver", "cyclic"], "--solver cyclic"),
+        (&["--solver", "spike", "--batch", "4"], "--batch"),
+        (&["--size", "2"], "--size"),
+        (&["--batch", "0"], "--batch 0"),
+    ];
+    for (args, needle) in bad {
+        let o = sim(&dir, &[&["bench", "tridiag", "--seconds", "0.01"][..], args].concat());
+        exit2(&o, &[needle]);
+    }
+    exit2(&sim(&dir, &["bench", "heat2d", "--solver", "spike"]), &["--solver"]);
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -221,14 +221,21 @@ impl<T: Real> Thomas<T> {
 
     /// Up to `LOCKSTEP` consecutive systems, element by element together.
     fn solve_lockstep(&self, group: &mut [T]) {
+        let mut rows: Vec<&mut [T]> = group.chunks_mut(self.m).collect();
+        self.solve_together(&mut rows);
+    }
+
+    /// Solve several systems of this matrix element by element together (each row of
+    /// `rows` one right-hand side): the same operations as [`Thomas::solve`] on each.
+    fn solve_together(&self, rows: &mut [&mut [T]]) {
         let m = self.m;
-        let mut rows: Vec<&mut [T]> = group.chunks_mut(m).collect();
-        if rows.len() < LOCKSTEP {
+        if rows.len() < 2 {
             for r in rows {
                 self.solve(r);
             }
             return;
         }
+        assert!(rows.iter().all(|r| r.len() == m), "right-hand sides of the wrong length");
         let inv0 = self.inv[0];
         for r in rows.iter_mut() {
             r[0] = r[0] * inv0;
@@ -291,6 +298,8 @@ struct Partition<T> {
 pub struct SpikePlan<T> {
     method: SpikeMethod<T>,
     fallback: Option<String>,
+    /// All partitions have the same factors (a constant matrix).
+    shared_factors: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -351,9 +360,11 @@ impl<T: Real> SpikePlan<T> {
                 worst.1,
                 tol.f64()
             );
-            return Ok(SpikePlan { method: SpikeMethod::Thomas(Thomas::new(a)?), fallback: Some(reason) });
+            let method = SpikeMethod::Thomas(Thomas::new(a)?);
+            return Ok(SpikePlan { method, fallback: Some(reason), shared_factors: false });
         }
-        Ok(SpikePlan { method: SpikeMethod::Truncated(parts), fallback: None })
+        let shared_factors = matches!(a, Tridiagonal::Constant { .. });
+        Ok(SpikePlan { method: SpikeMethod::Truncated(parts), fallback: None, shared_factors })
     }
 
     /// Why the plan solves with Thomas instead of truncated SPIKE, if it does.
@@ -376,9 +387,15 @@ impl<T: Real> SpikePlan<T> {
             SpikeMethod::Truncated(parts) => parts,
         };
         assert_eq!(d.len(), parts.last().map_or(0, |q| q.end), "right-hand side of the wrong length");
-        // (1) local solves.
+        // (1) local solves; partitions that share their factors (a constant matrix's, of
+        // equal length) in lockstep groups.
         let mut blocks = split(d, parts);
-        blocks.par_iter_mut().zip(parts.par_iter()).for_each(|(b, q)| q.factors.solve(b));
+        let shared = |k: usize| self.shared_factors && parts[k].end - parts[k].start == parts[0].end - parts[0].start;
+        if (0..parts.len()).all(shared) {
+            blocks.par_chunks_mut(LOCKSTEP).for_each(|group| parts[0].factors.solve_together(group));
+        } else {
+            blocks.par_iter_mut().zip(parts.par_iter()).for_each(|(b, q)| q.factors.solve(b));
+        }
         // (2) the interfaces: x_k^b and x_{k+1}^t.
         let p = parts.len();
         let mut bottom = vec![T::zero(); p];
@@ -531,6 +548,21 @@ mod tests {
             let mut s = y.clone();
             plan.solve(&mut s);
             assert!(rel(&s, &want) < 1e-12, "SPIKE n = {n}, p = {p}: {:e}", rel(&s, &want));
+        }
+    }
+
+    #[test]
+    fn spike_on_a_constant_matrix_matches_a_dense_solve() {
+        // Equal partitions share their factors and run in lockstep groups (and a partial
+        // group); unequal ones run one by one.
+        let a = Tridiagonal::constant(1200, -1.0f64, 3.0, -0.8);
+        let (_, x) = random(1200, 3.0, 5);
+        let y = a.apply(&x);
+        let want = dense(&a, &y);
+        for p in [1, 12, 100, 7] {
+            let mut s = y.clone();
+            SpikePlan::plan(&a, p).unwrap().solve(&mut s);
+            assert!(rel(&s, &want) < 1e-13, "p = {p}: {:e}", rel(&s, &want));
         }
     }
 

@@ -124,6 +124,14 @@ impl<T: Real> Factors<T> {
             Factors::Spike(s) => s.solve(d),
         }
     }
+
+    /// One system per row (Thomas: the rows in lockstep).
+    fn solve_rows(&self, rows: &mut [&mut [T]]) {
+        match self {
+            Factors::Thomas(t) => t.solve_together(rows),
+            Factors::Spike(s) => rows.iter_mut().for_each(|r| s.solve(r)),
+        }
+    }
 }
 
 /// The CPU back end of the implicit steps: the second buffer and the factorisations for
@@ -225,9 +233,8 @@ impl<T: Real> ImplicitStages<T> for CpuStages<'_, T> {
                     x.solve(&mut buf[1..nx - 1]);
                 } else {
                     buf[nx..nx * (ny - 1)].par_chunks_mut(ROWS * nx).for_each(|rows| {
-                        for row in rows.chunks_mut(nx) {
-                            x.solve(&mut row[1..nx - 1]);
-                        }
+                        let mut systems: Vec<&mut [T]> = rows.chunks_mut(nx).map(|row| &mut row[1..nx - 1]).collect();
+                        x.solve_rows(&mut systems);
                     });
                 }
             }

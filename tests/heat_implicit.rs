@@ -249,3 +249,23 @@ fn bad_inputs_exit_2_naming_the_key() {
     exit2(&sim(&dir, &["run", "c.yaml", "--backend", "cuda"]), &["heat2d"]);
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[test]
+fn shipped_implicit_cases_match_the_explicit_accuracy_in_far_fewer_steps() {
+    let dir = scratch("heat_implicit_cases");
+    let summary = |case: &str| {
+        let out = dir.join(case);
+        let case = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("cases").join(format!("{case}.yaml"));
+        ok(sim(&dir, &["run", case.to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet"]));
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+        (v["steps_run"].as_u64().unwrap(), v["errors"]["max_error"].as_f64().unwrap())
+    };
+    for (implicit, explicit) in [("heat2d_adi", "heat2d_gaussian"), ("heat1d_crank_nicolson", "heat1d_sine")] {
+        let (steps, err) = summary(implicit);
+        let (steps_explicit, err_explicit) = summary(explicit);
+        eprintln!("{implicit}: {steps} steps, max error {err:e}; {explicit}: {steps_explicit} steps, {err_explicit:e}");
+        assert!(steps * 40 < steps_explicit, "{implicit}: {steps} steps against {steps_explicit}");
+        assert!(err < err_explicit, "{implicit}: max error {err:e} against {err_explicit:e}");
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -518,10 +518,12 @@ mod tests {
         for col in 0..n {
             let piv = (col..n).max_by(|&p, &q| m[p][col].abs().total_cmp(&m[q][col].abs())).unwrap();
             m.swap(col, piv);
-            for r in col + 1..n {
-                let f = m[r][col] / m[col][col];
-                for c in col..=n {
-                    m[r][c] -= f * m[col][c];
+            let (top, below) = m.split_at_mut(col + 1);
+            let pivot = &top[col];
+            for row in below {
+                let f = row[col] / pivot[col];
+                for (x, p) in row[col..].iter_mut().zip(&pivot[col..]) {
+                    *x -= f * p;
                 }
             }
         }

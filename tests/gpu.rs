@@ -206,11 +206,13 @@ fn info_and_bench_report_the_device() {
 fn block_shapes_are_validated() {
     let dir = scratch("gpu_block");
     for (block, needle) in [("[0, 1]", "gpu.block"), ("[2048, 1]", "gpu.block"), ("[64, 32]", "gpu.block")] {
-        let text = format!("name: h\nsolver:\n  heat2d: {{n: 17, r: 0.2}}\ntime: {{end_step: 2}}\nbackend: cuda\ngpu: {{block: {block}}}\n");
-        write(&dir, "b.yaml", &text);
-        let o = sim(&dir, &["run", "b.yaml"]);
-        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-        assert!(stderr(&o).contains(needle), "{}", stderr(&o));
+        for method in ["explicit", "adi"] {
+            let text = format!("name: h\nsolver:\n  heat2d: {{n: 17, r: 0.2, method: {method}}}\ntime: {{end_step: 2}}\nbackend: cuda\ngpu: {{block: {block}}}\n");
+            write(&dir, "b.yaml", &text);
+            let o = sim(&dir, &["run", "b.yaml"]);
+            assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+            assert!(stderr(&o).contains(needle), "{}", stderr(&o));
+        }
     }
     let text = "name: h\nsolver:\n  heat2d: {n: 17, r: 0.2}\ntime: {end_step: 2}\ngpu: {variant: texture}\n";
     write(&dir, "v.yaml", text);

@@ -40,7 +40,7 @@ struct DeviceSpike<T> {
 /// The solver of the halves along x on the device.
 enum DeviceX<T> {
     Thomas(DeviceThomas<T>),
-    Spike(DeviceSpike<T>),
+    Spike(Box<DeviceSpike<T>>),
 }
 
 /// Host arrays of Thomas factors in the device layout, appended to `lower`, `inv`, `up`;
@@ -143,7 +143,7 @@ impl<T: Real> CudaImplicit<T> {
             Factors::Thomas(t) => DeviceX::Thomas(self.upload_thomas(t)?),
             Factors::Spike(plan) => match plan.thomas() {
                 Some(t) => DeviceX::Thomas(self.upload_thomas(t)?),
-                None => DeviceX::Spike(self.upload_spike(plan)?),
+                None => DeviceX::Spike(Box::new(self.upload_spike(plan)?)),
             },
         });
         self.y = if self.ny > 1 { Some(self.upload_thomas(&Thomas::new(&implicit::matrix(self.ny - 2, r))?)?) } else { None };

@@ -254,7 +254,7 @@ impl<T: Real> ImplicitStages<T> for CudaImplicit<T> {
                 // one row of a 1D field).
                 let (first, count) = if ny == 1 { (1i64, 1usize) } else { (nx as i64 + 1, ny - 2) };
                 let (stride, m) = (nx as i64, int(nx - 2));
-                match self.x.as_ref().expect("factored before the step") {
+                match self.x.as_mut().expect("factored before the step") {
                     DeviceX::Thomas(t) => {
                         let count_i = int(count);
                         let mut b = stream.launch_builder(&rows);
@@ -263,6 +263,7 @@ impl<T: Real> ImplicitStages<T> for CudaImplicit<T> {
                     }
                     DeviceX::Spike(s) => {
                         if ny > 1 {
+                            // heat2d takes no `tridiagonal:` key, so its rows are always Thomas's.
                             return Err(SimError::Run("truncated SPIKE runs on one system (heat1d) only".into()));
                         }
                         let p = s.p as usize;
@@ -272,7 +273,7 @@ impl<T: Real> ImplicitStages<T> for CudaImplicit<T> {
                         // One partition has no interface: the local solve is the solution.
                         if p > 1 {
                             let mut b = stream.launch_builder(&spike_funcs[1]);
-                            b.arg(&*d).arg(&first).arg(&s.p).arg(&s.meta).arg(&s.v).arg(&s.w).arg(&s.bottom).arg(&s.top);
+                            b.arg(&*d).arg(&first).arg(&s.p).arg(&s.meta).arg(&s.v).arg(&s.w).arg(&mut s.bottom).arg(&mut s.top);
                             launch(&mut b, line(bx, p - 1), spike[1])?;
                             let mut b = stream.launch_builder(&spike_funcs[2]);
                             b.arg(&mut *d).arg(&first).arg(&s.p).arg(&s.meta).arg(&s.v).arg(&s.w).arg(&s.bottom).arg(&s.top);

@@ -88,13 +88,14 @@ fn implicit_heat_matches_the_cpu_bitwise() {
     let (n2, steps) = if c.emulated() { (67, 12) } else { (301, 100) };
     let cn = "heat1d: {n: 1001, r: 0.4, method: crank_nicolson";
     assert_implicit_parity(c.gpu(), &format!("{cn}}}"), steps, false);
-    // Truncated SPIKE on 7 partitions; on one (no interfaces); r = 1000 is too weakly dominant
-    // to truncate, so the plan falls back to Thomas (in both precisions).
+    // Truncated SPIKE on 7 partitions, and on one (no interfaces).
     assert_implicit_parity(c.gpu(), &format!("{cn}, tridiagonal: spike, partitions: 7}}"), steps, false);
     assert_implicit_parity(c.gpu(), &format!("{cn}, tridiagonal: spike, partitions: 1}}"), steps, false);
     // Partitions of 3 rows at r = 1e-6: the kept windows of V and W overlap (in f64), so a
     // row takes both corrections.
     assert_implicit_parity(c.gpu(), "heat1d: {n: 41, r: 1.0e-6, method: crank_nicolson, tridiagonal: spike, partitions: 13}", steps, false);
+    // r = 1000 is too weakly dominant to truncate: the plan falls back to Thomas (in both
+    // precisions).
     assert_implicit_parity(c.gpu(), "heat1d: {n: 1001, r: 1000, method: crank_nicolson, tridiagonal: spike, partitions: 7}", steps, true);
     // An odd side leaves partial blocks; r above 1/4 is the implicit method's own range.
     assert_implicit_parity(c.gpu(), &format!("heat2d: {{n: {n2}, r: 0.7, method: adi}}"), steps, false);

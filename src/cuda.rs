@@ -16,8 +16,11 @@ use crate::real::Precision;
 /// Header compiled in front of every kernel file.
 pub const COMMON: &str = include_str!("../kernels/common.cuh");
 /// Kernel files, by name.
-pub const KERNELS: &[(&str, &str)] =
-    &[("heat", include_str!("../kernels/heat.cu")), ("cavity", include_str!("../kernels/cavity.cu"))];
+pub const KERNELS: &[(&str, &str)] = &[
+    ("heat", include_str!("../kernels/heat.cu")),
+    ("cavity", include_str!("../kernels/cavity.cu")),
+    ("tridiag", include_str!("../kernels/tridiag.cu")),
+];
 
 /// The kernels of one file in `kernels/`: a typed handle per `__global__` function (those of
 /// the common header included, which is compiled in front of every file). [`Gpu::kernels`]
@@ -74,6 +77,22 @@ kernel_handles! {
         PredictorShared = "cavity_predictor_shared",
         CorrectorShared = "cavity_corrector_shared",
         Walls = "cavity_walls",
+    }
+}
+
+kernel_handles! {
+    /// The kernels of `kernels/tridiag.cu`: the implicit heat methods.
+    TridiagKernel in "tridiag" {
+        /// `copy1d` of the common header.
+        Copy1d = "copy1d",
+        Explicit1d = "implicit_explicit1d",
+        Explicit2dX = "implicit_explicit2d_x",
+        Explicit2dY = "implicit_explicit2d_y",
+        ThomasRows = "thomas_rows",
+        ThomasInterleaved = "thomas_interleaved",
+        SpikeLocal = "spike_local",
+        SpikeInterfaces = "spike_interfaces",
+        SpikeCorrections = "spike_corrections",
     }
 }
 

@@ -52,6 +52,55 @@ fn heat_fields_match_the_cpu_bitwise() {
     assert_parity(c.gpu(), &format!("heat2d: {{n: {n2}, r: 0.2}}"), steps);
 }
 
+/// Advance an implicit case on the CPU and on the GPU in both precisions and a few block
+/// shapes, with one shortened step in the middle (refactored for its smaller r, as before an
+/// output time), and compare state, diagnostics and report (which names a SPIKE fallback).
+/// `fallback`: whether SPIKE must have fallen back to Thomas, so that each case is known to
+/// run the path it is meant for.
+fn assert_implicit_parity(gpu: &std::sync::Arc<Gpu>, solver: &str, steps: usize, fallback: bool) {
+    let launches = [(Precision::F64, [512, 1]), (Precision::F32, [64, 4]), (Precision::F64, [32, 8]), (Precision::F32, [1024, 1])];
+    for (precision, block) in launches {
+        let c = case(solver);
+        let device = Device::Cuda(gpu.clone(), GpuOptions { variant: Variant::L2, block, fast_math: false });
+        let mut cpu = build(&c, precision).unwrap();
+        let mut dev = build_on(&c, precision, &device).unwrap();
+        for k in 0..steps {
+            let dt = if k == steps / 2 { cpu.dt() * 0.37 } else { cpu.dt() };
+            cpu.advance(dt).unwrap();
+            dev.advance(dt).unwrap();
+        }
+        dev.sync().unwrap();
+        let what = format!("{solver} {precision:?} {block:?} on {}", dev.backend());
+        // Not assert_eq: the fields of 1001 nodes would bury the message.
+        assert!(cpu.state() == dev.state(), "{what}: the fields differ");
+        let bits = |s: &dyn sim::solver::Solver| s.diagnostics().iter().map(|(n, x)| (*n, x.to_bits())).collect::<Vec<_>>();
+        assert_eq!(bits(&*cpu), bits(&*dev), "{what}");
+        let report = dev.report();
+        assert_eq!(cpu.report(), report, "{what}");
+        assert_eq!(report.contains_key("tridiagonal_fallback"), fallback, "{what}: {report:?}");
+        assert!(dev.backend().starts_with("cuda") && dev.backend().contains(report["method"].as_str().unwrap()), "{what}");
+    }
+}
+
+#[test]
+fn implicit_heat_matches_the_cpu_bitwise() {
+    let Some(c) = cuda() else { return };
+    let (n2, steps) = if c.emulated() { (67, 12) } else { (301, 100) };
+    let cn = "heat1d: {n: 1001, r: 0.4, method: crank_nicolson";
+    assert_implicit_parity(c.gpu(), &format!("{cn}}}"), steps, false);
+    // Truncated SPIKE on 7 partitions, and on one (no interfaces).
+    assert_implicit_parity(c.gpu(), &format!("{cn}, tridiagonal: spike, partitions: 7}}"), steps, false);
+    assert_implicit_parity(c.gpu(), &format!("{cn}, tridiagonal: spike, partitions: 1}}"), steps, false);
+    // Partitions of 3 rows at r = 1e-6: the kept windows of V and W overlap (in f64), so a
+    // row takes both corrections.
+    assert_implicit_parity(c.gpu(), "heat1d: {n: 41, r: 1.0e-6, method: crank_nicolson, tridiagonal: spike, partitions: 13}", steps, false);
+    // r = 1000 is too weakly dominant to truncate: the plan falls back to Thomas (in both
+    // precisions).
+    assert_implicit_parity(c.gpu(), "heat1d: {n: 1001, r: 1000, method: crank_nicolson, tridiagonal: spike, partitions: 7}", steps, true);
+    // An odd side leaves partial blocks; r above 1/4 is the implicit method's own range.
+    assert_implicit_parity(c.gpu(), &format!("heat2d: {{n: {n2}, r: 0.7, method: adi}}"), steps, false);
+}
+
 #[test]
 fn cavity_fields_match_the_cpu_bitwise() {
     let Some(c) = cuda() else { return };
@@ -110,7 +159,12 @@ fn runs_and_checkpoints_move_between_back_ends() {
     let Some(c) = cuda() else { return };
     let dir = scratch("gpu_restart");
     let (n, end, leg) = if c.emulated() { ([65, 33], 60, "25") } else { ([129, 65], 200, "80") };
-    for solver in [format!("heat2d: {{n: {}, r: 0.2}}", n[0]), format!("cavity: {{n: {}, re: 100, residual: {{every: 20}}}}", n[1])] {
+    let solvers = [
+        format!("heat2d: {{n: {}, r: 0.2}}", n[0]),
+        format!("heat2d: {{n: {}, r: 0.5, method: adi}}", n[0]),
+        format!("cavity: {{n: {}, re: 100, residual: {{every: 20}}}}", n[1]),
+    ];
+    for solver in solvers {
         let text = format!("name: h\nsolver:\n  {solver}\ntime: {{end_step: {end}}}\noutput: {{every_steps: 10}}\n");
         write(&dir, "case.yaml", &text);
         // CPU all the way; GPU all the way; CPU then GPU; GPU then CPU.
@@ -156,11 +210,13 @@ fn info_and_bench_report_the_device() {
 fn block_shapes_are_validated() {
     let dir = scratch("gpu_block");
     for (block, needle) in [("[0, 1]", "gpu.block"), ("[2048, 1]", "gpu.block"), ("[64, 32]", "gpu.block")] {
-        let text = format!("name: h\nsolver:\n  heat2d: {{n: 17, r: 0.2}}\ntime: {{end_step: 2}}\nbackend: cuda\ngpu: {{block: {block}}}\n");
-        write(&dir, "b.yaml", &text);
-        let o = sim(&dir, &["run", "b.yaml"]);
-        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-        assert!(stderr(&o).contains(needle), "{}", stderr(&o));
+        for method in ["explicit", "adi"] {
+            let text = format!("name: h\nsolver:\n  heat2d: {{n: 17, r: 0.2, method: {method}}}\ntime: {{end_step: 2}}\nbackend: cuda\ngpu: {{block: {block}}}\n");
+            write(&dir, "b.yaml", &text);
+            let o = sim(&dir, &["run", "b.yaml"]);
+            assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+            assert!(stderr(&o).contains(needle), "{}", stderr(&o));
+        }
     }
     let text = "name: h\nsolver:\n  heat2d: {n: 17, r: 0.2}\ntime: {end_step: 2}\ngpu: {variant: texture}\n";
     write(&dir, "v.yaml", text);

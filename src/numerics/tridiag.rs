@@ -476,6 +476,55 @@ impl<T: Real> Partition<T> {
     }
 }
 
+/// Read access to the factors and plans, for back ends that run the same solves elsewhere
+/// (the CUDA kernels of `kernels/tridiag.cu`).
+impl<T: Real> Thomas<T> {
+    /// The stored prefix `(lower, inv, up)`: rows `0..k` with `k = lower.len()`.
+    pub fn prefix(&self) -> (&[T], &[T], &[T]) {
+        (&self.lower, &self.inv, &self.up)
+    }
+
+    /// The `(lower, inv, up)` of every row from `k` on.
+    pub fn tail(&self) -> (T, T, T) {
+        self.tail
+    }
+}
+
+/// One partition of a truncated SPIKE plan, as [`SpikePlan::truncated`] shows it.
+pub struct PartitionView<'a, T> {
+    /// Rows `start..end` of the system.
+    pub start: usize,
+    pub end: usize,
+    /// The partition's own block, factored.
+    pub factors: &'a Thomas<T>,
+    /// The kept bottom entries of `V` and top entries of `W`.
+    pub v: &'a [T],
+    pub w: &'a [T],
+}
+
+impl<T: Real> SpikePlan<T> {
+    /// The partitions of a truncated plan; None after a fallback to Thomas.
+    pub fn truncated(&self) -> Option<Vec<PartitionView<'_, T>>> {
+        match &self.method {
+            SpikeMethod::Truncated(parts) => Some(
+                parts
+                    .iter()
+                    .map(|q| PartitionView { start: q.start, end: q.end, factors: &q.factors, v: &q.v, w: &q.w })
+                    .collect(),
+            ),
+            SpikeMethod::Thomas(_) => None,
+        }
+    }
+
+    /// The factors a fallback plan solves with; None for a truncated plan.
+    pub fn thomas(&self) -> Option<&Thomas<T>> {
+        match &self.method {
+            SpikeMethod::Thomas(t) => Some(t),
+            SpikeMethod::Truncated(_) => None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -112,12 +112,30 @@ pub fn matrix<T: Real>(m: usize, r: T) -> Tridiagonal<T> {
 }
 
 /// The solver of the implicit halves along one axis.
-enum Factors<T: Real> {
+pub enum Factors<T: Real> {
     Thomas(Thomas<T>),
     Spike(SpikePlan<T>),
 }
 
 impl<T: Real> Factors<T> {
+    /// The solver of the halves along x (`nx - 2` unknowns) with `solver` for `r`: what every
+    /// back end factors.
+    pub fn along_x(nx: usize, r: T, solver: TridiagonalSolver, partitions: usize) -> Result<Self> {
+        let mx = matrix(nx - 2, r);
+        Ok(match solver {
+            TridiagonalSolver::Thomas => Factors::Thomas(Thomas::new(&mx)?),
+            TridiagonalSolver::Spike => Factors::Spike(SpikePlan::plan(&mx, partitions)?),
+        })
+    }
+
+    /// Why SPIKE fell back to Thomas, if it did.
+    pub fn fallback(&self) -> Option<&str> {
+        match self {
+            Factors::Thomas(_) => None,
+            Factors::Spike(s) => s.fallback_reason(),
+        }
+    }
+
     fn solve(&self, d: &mut [T]) {
         match self {
             Factors::Thomas(t) => t.solve(d),
@@ -154,20 +172,19 @@ impl<T: Real> CpuImplicit<T> {
         CpuImplicit { next, nx, ny, solver, partitions, r: None, x: None, y: None, fallback: None }
     }
 
+    /// The tridiagonal solver along x and its SPIKE partitions.
+    pub fn solver(&self) -> (TridiagonalSolver, usize) {
+        (self.solver, self.partitions)
+    }
+
     /// Factor the halves' matrices for `r` unless they already are.
     pub fn factor(&mut self, r: T) -> Result<()> {
         if self.r == Some(r) {
             return Ok(());
         }
-        let mx = matrix(self.nx - 2, r);
-        self.x = Some(match self.solver {
-            TridiagonalSolver::Thomas => Factors::Thomas(Thomas::new(&mx)?),
-            TridiagonalSolver::Spike => {
-                let plan = SpikePlan::plan(&mx, self.partitions)?;
-                self.fallback = plan.fallback_reason().map(str::to_string);
-                Factors::Spike(plan)
-            }
-        });
+        let x = Factors::along_x(self.nx, r, self.solver, self.partitions)?;
+        self.fallback = x.fallback().map(str::to_string);
+        self.x = Some(x);
         self.y = if self.ny > 1 { Some(Thomas::new(&matrix(self.ny - 2, r))?) } else { None };
         self.r = Some(r);
         Ok(())

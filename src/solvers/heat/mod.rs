@@ -1,10 +1,11 @@
 //! Heat equation `dT/dt = a laplacian(T)` with zero Dirichlet boundaries: `heat1d` (sine
 //! initial condition on [0, L]) and `heat2d` (Gaussian heat kernel on a square), each with
-//! its analytic solution; explicit (FTCS, CPU and CUDA) or implicit (Crank–Nicolson in 1D,
-//! Peaceman–Rachford ADI in 2D, CPU).
+//! its analytic solution; explicit (FTCS) or implicit (Crank–Nicolson in 1D, Peaceman–Rachford
+//! ADI in 2D), each on the CPU or CUDA.
 
 pub mod cuda;
 pub mod implicit;
+pub mod implicit_cuda;
 pub mod kernels;
 
 use std::f64::consts::PI;
@@ -173,7 +174,7 @@ impl SolverSpec for Heat1dParams {
         Ok(())
     }
     fn has_cuda(&self) -> bool {
-        !self.method.implicit()
+        true
     }
     fn memory_estimate(&self, precision: Precision) -> usize {
         // Two fields; the factorisation (Thomas: 2 arrays; SPIKE: 2 and the partitions' tips).
@@ -216,7 +217,7 @@ impl SolverSpec for Heat2dParams {
         Ok(())
     }
     fn has_cuda(&self) -> bool {
-        !self.method.implicit()
+        true
     }
     fn memory_estimate(&self, precision: Precision) -> usize {
         2 * self.n * self.n * precision.bytes()
@@ -375,9 +376,23 @@ impl<T: Real> Heat<T> {
     /// Move the field to `device` (the CPU keeps it where it is).
     pub fn on(mut self, device: &Device) -> Result<Self> {
         if let Device::Cuda(gpu, opts) = device {
-            self.engine = Engine::Cuda(Box::new(cuda::HeatCuda::new(gpu, opts, &self.grid, &self.temp)?));
-            let variant = if self.grid.n[1] == 1 { "1d" } else { opts.variant.name() };
-            self.backend = format!("cuda ({}, {variant} {}x{})", gpu.name, opts.block[0], opts.block[1]);
+            let [bx, by] = opts.block;
+            if let Engine::Implicit { imp, method } = &self.engine {
+                let (solver, partitions) = imp.solver();
+                let dev = implicit_cuda::CudaImplicit::new(gpu, opts, &self.grid, &self.temp, *method, (solver, partitions))?;
+                // The solver along x, as `sim check` describes it (heat2d's is Thomas).
+                let along_x = match (*method, solver) {
+                    (Method::CrankNicolson, TridiagonalSolver::Spike) => format!(" spike/{partitions}"),
+                    (Method::CrankNicolson, TridiagonalSolver::Thomas) => " thomas".into(),
+                    _ => String::new(),
+                };
+                self.backend = format!("cuda ({}, {}{along_x} {bx}x{by})", gpu.name, method.name());
+                self.engine = Engine::CudaImplicit { dev: Box::new(dev), method: *method };
+            } else {
+                self.engine = Engine::Cuda(Box::new(cuda::HeatCuda::new(gpu, opts, &self.grid, &self.temp)?));
+                let variant = if self.grid.n[1] == 1 { "1d" } else { opts.variant.name() };
+                self.backend = format!("cuda ({}, {variant} {bx}x{by})", gpu.name);
+            }
         }
         Ok(self)
     }
@@ -448,6 +463,8 @@ enum Engine<T: Real> {
     Cuda(Box<cuda::HeatCuda<T>>),
     /// An implicit method on the CPU.
     Implicit { imp: Box<implicit::CpuImplicit<T>>, method: Method },
+    /// An implicit method on a CUDA device; the solver's field is the host copy.
+    CudaImplicit { dev: Box<implicit_cuda::CudaImplicit<T>>, method: Method },
 }
 
 impl<T: Real> Engine<T> {
@@ -460,12 +477,22 @@ impl<T: Real> Engine<T> {
                 imp.factor(r)?;
                 implicit::step(&mut implicit::CpuStages { temp, imp }, *method, r)
             }
+            Engine::CudaImplicit { dev, .. } => dev.step(r),
         }
     }
 
     /// Whether the field lives on the host, so that stepping keeps the host copy current.
     fn on_host(&self) -> bool {
-        !matches!(self, Engine::Cuda(_))
+        !matches!(self, Engine::Cuda(_) | Engine::CudaImplicit { .. })
+    }
+
+    /// The implicit method and why SPIKE fell back to Thomas, if it did (for the report).
+    fn implicit(&self) -> Option<(Method, Option<&String>)> {
+        match self {
+            Engine::Implicit { imp, method } => Some((*method, imp.fallback.as_ref())),
+            Engine::CudaImplicit { dev, method } => Some((*method, dev.fallback.as_ref())),
+            Engine::Cpu { .. } | Engine::Cuda(_) => None,
+        }
     }
 }
 
@@ -523,8 +550,10 @@ impl<T: Real> Solver for Heat<T> {
     }
 
     fn sync(&mut self) -> Result<()> {
-        if let Engine::Cuda(gpu) = &self.engine {
-            gpu.download(&mut self.temp)?;
+        match &self.engine {
+            Engine::Cuda(gpu) => gpu.download(&mut self.temp)?,
+            Engine::CudaImplicit { dev, .. } => dev.download(&mut self.temp)?,
+            Engine::Cpu { .. } | Engine::Implicit { .. } => {}
         }
         self.host_current = true;
         Ok(())
@@ -533,6 +562,7 @@ impl<T: Real> Solver for Heat<T> {
     fn wait(&mut self) -> Result<()> {
         match &self.engine {
             Engine::Cuda(gpu) => gpu.wait(),
+            Engine::CudaImplicit { dev, .. } => dev.wait(),
             Engine::Cpu { .. } | Engine::Implicit { .. } => Ok(()),
         }
     }
@@ -569,8 +599,10 @@ impl<T: Real> Solver for Heat<T> {
     fn restore(&mut self, step: u64, time: f64, mut arrays: Vec<StateArray>) -> Result<()> {
         let t = take_array::<T>(&mut arrays, "T", &crate::solver::shape_of(Place::NODE, &self.mesh()))?;
         self.temp.copy_from_slice(&t);
-        if let Engine::Cuda(gpu) = &mut self.engine {
-            gpu.upload(&self.temp)?;
+        match &mut self.engine {
+            Engine::Cuda(gpu) => gpu.upload(&self.temp)?,
+            Engine::CudaImplicit { dev, .. } => dev.upload(&self.temp)?,
+            Engine::Cpu { .. } | Engine::Implicit { .. } => {}
         }
         self.host_current = true;
         self.step = step;
@@ -613,9 +645,9 @@ impl<T: Real> Solver for Heat<T> {
         let (max, rms) = self.errors();
         let mut m = serde_json::Map::new();
         m.insert("reference".into(), "analytic".into());
-        if let Engine::Implicit { imp, method } = &self.engine {
+        if let Some((method, fallback)) = self.engine.implicit() {
             m.insert("method".into(), method.name().into());
-            if let Some(reason) = &imp.fallback {
+            if let Some(reason) = fallback {
                 m.insert("tridiagonal_fallback".into(), reason.clone().into());
             }
         }

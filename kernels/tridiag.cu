@@ -20,8 +20,9 @@ extern "C" __global__ void implicit_explicit1d(const real* __restrict__ src, rea
     dst[i] = c0 * src[i] + h * (src[i - 1] + src[i + 1]);
 }
 
-// 2D along x (ADI): w and e are the row neighbours.
-extern "C" __global__ void implicit_explicit2d_x(const real* __restrict__ src, real* __restrict__ dst, int nx, int ny, real c0, real h) {
+// 2D (ADI): the neighbours `stride` away along the half's axis, 1 (x: west, east) or nx
+// (y: south, north), in that order.
+extern "C" __global__ void implicit_explicit2d(const real* __restrict__ src, real* __restrict__ dst, int nx, int ny, int stride, real c0, real h) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     int j = blockIdx.y * blockDim.y + threadIdx.y;
     if (i >= nx || j >= ny) return;
@@ -30,20 +31,7 @@ extern "C" __global__ void implicit_explicit2d_x(const real* __restrict__ src, r
         dst[k] = (real)0;
         return;
     }
-    dst[k] = c0 * src[k] + h * (src[k - 1] + src[k + 1]);
-}
-
-// 2D along y (ADI): the south and north neighbours, in that order.
-extern "C" __global__ void implicit_explicit2d_y(const real* __restrict__ src, real* __restrict__ dst, int nx, int ny, real c0, real h) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    int j = blockIdx.y * blockDim.y + threadIdx.y;
-    if (i >= nx || j >= ny) return;
-    long long k = node(i, j, nx);
-    if (i == 0 || j == 0 || i == nx - 1 || j == ny - 1) {
-        dst[k] = (real)0;
-        return;
-    }
-    dst[k] = c0 * src[k] + h * (src[k - nx] + src[k + nx]);
+    dst[k] = c0 * src[k] + h * (src[k - stride] + src[k + stride]);
 }
 
 // ---- Thomas ----

@@ -86,8 +86,7 @@ kernel_handles! {
         /// `copy1d` of the common header.
         Copy1d = "copy1d",
         Explicit1d = "implicit_explicit1d",
-        Explicit2dX = "implicit_explicit2d_x",
-        Explicit2dY = "implicit_explicit2d_y",
+        Explicit2d = "implicit_explicit2d",
         ThomasRows = "thomas_rows",
         ThomasInterleaved = "thomas_interleaved",
         SpikeLocal = "spike_local",

@@ -220,9 +220,8 @@ impl<T: Real> ImplicitStages<T> for CudaImplicit<T> {
         let (kernel, cfg) = if self.ny == 1 {
             (TridiagKernel::Explicit1d, line(self.block[0], self.nx))
         } else {
-            let k = if axis == Axis::X { TridiagKernel::Explicit2dX } else { TridiagKernel::Explicit2dY };
             let [bx, by] = self.block;
-            (k, LaunchConfig { grid_dim: self.grid_2d, block_dim: (bx, by, 1), shared_mem_bytes: 0 })
+            (TridiagKernel::Explicit2d, LaunchConfig { grid_dim: self.grid_2d, block_dim: (bx, by, 1), shared_mem_bytes: 0 })
         };
         let func = self.func(kernel);
         let (src, dst) = match flow {
@@ -231,8 +230,9 @@ impl<T: Real> ImplicitStages<T> for CudaImplicit<T> {
         };
         let mut b = self.stream.launch_builder(&func);
         b.arg(src).arg(dst).arg(&nx);
+        let stride = if axis == Axis::X { 1 } else { nx };
         if self.ny > 1 {
-            b.arg(&ny);
+            b.arg(&ny).arg(&stride);
         }
         b.arg(&c0).arg(&h);
         launch(&mut b, cfg, kernel)

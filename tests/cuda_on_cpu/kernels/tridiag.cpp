@@ -2,7 +2,7 @@
 #define SIM_FILE tridiag
 #define SIM_KERNEL_SOURCE "gen/tridiag.cu"
 #define SIM_KERNELS(X)                                                                              \
-    X(implicit_explicit1d, plain) X(implicit_explicit2d_x, plain) X(implicit_explicit2d_y, plain) \
+    X(implicit_explicit1d, plain) X(implicit_explicit2d, plain) \
     X(thomas_rows, plain) X(thomas_interleaved, plain) X(spike_local, plain)                      \
     X(spike_interfaces, plain) X(spike_corrections, plain)
 #include "../register.h"

@@ -163,13 +163,16 @@ pub struct CpuImplicit<T: Real> {
     r: Option<T>,
     x: Option<Factors<T>>,
     y: Option<Thomas<T>>,
-    /// Why SPIKE fell back to Thomas, if it did.
-    pub fallback: Option<String>,
 }
 
 impl<T: Real> CpuImplicit<T> {
     pub fn new(next: Padded<T>, nx: usize, ny: usize, solver: TridiagonalSolver, partitions: usize) -> Self {
-        CpuImplicit { next, nx, ny, solver, partitions, r: None, x: None, y: None, fallback: None }
+        CpuImplicit { next, nx, ny, solver, partitions, r: None, x: None, y: None }
+    }
+
+    /// Why SPIKE fell back to Thomas, if it did.
+    pub fn fallback(&self) -> Option<&str> {
+        self.x.as_ref().and_then(Factors::fallback)
     }
 
     /// The tridiagonal solver along x and its SPIKE partitions.
@@ -182,9 +185,7 @@ impl<T: Real> CpuImplicit<T> {
         if self.r == Some(r) {
             return Ok(());
         }
-        let x = Factors::along_x(self.nx, r, self.solver, self.partitions)?;
-        self.fallback = x.fallback().map(str::to_string);
-        self.x = Some(x);
+        self.x = Some(Factors::along_x(self.nx, r, self.solver, self.partitions)?);
         self.y = if self.ny > 1 { Some(Thomas::new(&matrix(self.ny - 2, r))?) } else { None };
         self.r = Some(r);
         Ok(())

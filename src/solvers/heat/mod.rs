@@ -487,10 +487,10 @@ impl<T: Real> Engine<T> {
     }
 
     /// The implicit method and why SPIKE fell back to Thomas, if it did (for the report).
-    fn implicit(&self) -> Option<(Method, Option<&String>)> {
+    fn implicit(&self) -> Option<(Method, Option<&str>)> {
         match self {
-            Engine::Implicit { imp, method } => Some((*method, imp.fallback.as_ref())),
-            Engine::CudaImplicit { dev, method } => Some((*method, dev.fallback.as_ref())),
+            Engine::Implicit { imp, method } => Some((*method, imp.fallback())),
+            Engine::CudaImplicit { dev, method } => Some((*method, dev.fallback.as_deref())),
             Engine::Cpu { .. } | Engine::Cuda(_) => None,
         }
     }
@@ -648,7 +648,7 @@ impl<T: Real> Solver for Heat<T> {
         if let Some((method, fallback)) = self.engine.implicit() {
             m.insert("method".into(), method.name().into());
             if let Some(reason) = fallback {
-                m.insert("tridiagonal_fallback".into(), reason.clone().into());
+                m.insert("tridiagonal_fallback".into(), reason.into());
             }
         }
         m.insert("max_error".into(), max.into());

@@ -29,6 +29,8 @@ pub struct BenchOptions {
     pub threads: Option<usize>,
     /// Minimum timed duration of each kernel.
     pub seconds: f64,
+    /// Temporal blocking and other CPU options.
+    pub cpu: crate::cpu::CpuOptions,
     /// `tridiag`: systems per solve (`thomas`).
     pub batch: Option<usize>,
     /// `tridiag`: `thomas` or `spike`.
@@ -64,9 +66,10 @@ pub fn bench(o: &BenchOptions) -> Result<serde_json::Value> {
         return input(format!("--seconds {}: must be positive", o.seconds));
     }
     o.gpu.validate()?;
+    o.cpu.validate()?;
     let device = match o.backend {
         Backend::Cuda => Device::Cuda(Gpu::open()?, o.gpu.clone()),
-        _ => Device::Cpu,
+        _ => Device::Cpu(o.cpu.clone()),
     };
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(crate::validate::threads("--threads", o.threads.unwrap_or(0))?)
@@ -125,7 +128,7 @@ fn header(o: &BenchOptions, device: &Device, elements: usize, s: Option<&dyn Sol
         "unit": "GB/s (1e9 bytes/s)",
     });
     match device {
-        Device::Cpu => {
+        Device::Cpu(_) => {
             v["backend"] = "cpu".into();
             v["threads"] = rayon::current_num_threads().into();
         }
@@ -135,6 +138,9 @@ fn header(o: &BenchOptions, device: &Device, elements: usize, s: Option<&dyn Sol
             v["variant"] = opts.variant.name().into();
             v["block"] = serde_json::json!(opts.block);
         }
+    }
+    if let Some(tiling) = s.and_then(|s| s.tiling()) {
+        v["temporal_block"] = tiling.to_string().into();
     }
     match s.map(|s| s.mesh()) {
         Some(Mesh::Nodes(g) | Mesh::Cells(g)) => {
@@ -172,12 +178,15 @@ fn kernel_figures(s: &mut dyn Solver, o: &BenchOptions, copy_bw: f64) -> Result<
 
 /// Steps timed in batches (each ended by [`Solver::wait`], so queued device work counts)
 /// after three untimed ones, until `seconds` and at least 3 batches have passed; returns
-/// (steps, mean seconds per step).
+/// (steps, mean seconds per step). Each call advances as many steps as the solver takes at
+/// once (a temporally blocked sweep).
 fn time_steps(s: &mut dyn Solver, seconds: f64) -> Result<(u64, f64)> {
-    let batch = if s.backend() == "cpu" { 1 } else { 10 };
+    let calls = if s.backend() == "cpu" { 1 } else { 10 };
+    let per_call = s.steps_per_call();
+    let batch = calls * per_call;
     let step = |s: &mut dyn Solver| -> Result<()> {
         let dt = if s.clock() == Clock::Physical { s.propose_dt()? } else { 0.0 };
-        s.advance(dt)
+        s.advance_steps(dt, per_call)
     };
     for _ in 0..3 {
         step(s)?;
@@ -186,7 +195,7 @@ fn time_steps(s: &mut dyn Solver, seconds: f64) -> Result<(u64, f64)> {
     let start = Instant::now();
     let mut steps = 0u64;
     while steps < 3 * batch || start.elapsed().as_secs_f64() < seconds {
-        for _ in 0..batch {
+        for _ in 0..calls {
             step(s)?;
         }
         s.wait()?;
@@ -199,7 +208,7 @@ fn time_steps(s: &mut dyn Solver, seconds: f64) -> Result<(u64, f64)> {
 /// parallel rows of `row` elements; GPU: `copy1d`): (iterations, seconds per copy).
 pub(crate) fn copy<T: Real>(device: &Device, n: usize, row: usize, seconds: f64) -> Result<(u64, f64)> {
     match device {
-        Device::Cpu => {
+        Device::Cpu(_) => {
             use crate::solvers::heat::{NEXT_SLOT, kernels};
             let mut a = crate::padded::Padded::<T>::zeros(n, 0);
             a.par_iter_mut().enumerate().for_each(|(k, x)| *x = T::of((k % 7) as f64 * 0.1));
@@ -269,6 +278,10 @@ pub fn text(v: &serde_json::Value) -> String {
     let on = match v["device"].as_str() {
         Some(d) => format!("{d}, {} {}", v["variant"].as_str().unwrap_or(""), v["block"]),
         None => format!("{} threads", v["threads"]),
+    };
+    let on = match v["temporal_block"].as_str() {
+        Some(tiling) => format!("{on}, temporal blocking {tiling}"),
+        None => on,
     };
     let shape = match v["points"].as_u64() {
         Some(p) => format!("{p} points"),

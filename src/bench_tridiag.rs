@@ -48,7 +48,7 @@ fn figures<T: Real>(o: &BenchOptions, solver: &str, size: usize, batch: usize) -
     let a = matrix::<T>(size, T::one());
     let mut d: Vec<T> = (0..elements).into_par_iter().map(|k| T::of(1.0 + (k % 7) as f64 * 0.1)).collect();
     let bytes = (2 * elements * o.precision.bytes()) as f64;
-    let copy = crate::bench::copy::<T>(&crate::solvers::Device::Cpu, elements, size.min(1 << 14), o.seconds)?;
+    let copy = crate::bench::copy::<T>(&crate::solvers::Device::Cpu(Default::default()), elements, size.min(1 << 14), o.seconds)?;
     let copy_bw = bytes / copy.1 / 1e9;
     let figure = |(iters, t): (u64, f64)| {
         serde_json::json!({

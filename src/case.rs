@@ -28,6 +28,9 @@ pub struct Case {
     /// CUDA kernel variant and block shape (used when the back end is CUDA).
     #[serde(default)]
     pub gpu: crate::cuda::GpuOptions,
+    /// How the CPU back end runs its kernels (temporal blocking).
+    #[serde(default)]
+    pub cpu: crate::cpu::CpuOptions,
     /// Worker threads for the CPU back end; 0 = all hardware threads.
     #[serde(default)]
     pub threads: usize,
@@ -221,6 +224,7 @@ impl Case {
             return input("guard.check_every: must be at least 1");
         }
         self.gpu.validate()?;
+        self.cpu.validate()?;
         if self.threads > 4096 {
             return input(format!("threads: {} is not a sensible thread count", self.threads));
         }

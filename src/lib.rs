@@ -10,6 +10,7 @@
 pub mod bench;
 pub mod bench_tridiag;
 pub mod case;
+pub mod cpu;
 pub mod cuda;
 pub mod error;
 pub mod info;

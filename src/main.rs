@@ -118,6 +118,9 @@ enum Command {
         /// Print the figures as JSON.
         #[arg(long)]
         json: bool,
+        /// Steps per sweep of the temporally blocked stencils: auto, off or a number.
+        #[arg(long, default_value = "auto")]
+        temporal_block: sim::cpu::TemporalBlock,
         /// tridiag: systems per solve (thomas; default: as many as --size).
         #[arg(long)]
         batch: Option<usize>,
@@ -156,7 +159,21 @@ fn main() -> ExitCode {
                 sim::mesh::generate(&o).map(|s| print!("{s}"))
             }
         }
-        Command::Bench { name, size, scheme, precision, threads, seconds, backend, variant, block, json, batch, solver } => {
+        Command::Bench {
+            name,
+            size,
+            scheme,
+            precision,
+            threads,
+            seconds,
+            backend,
+            variant,
+            block,
+            json,
+            temporal_block,
+            batch,
+            solver,
+        } => {
             let backend = match backend {
                 Backend::Auto if sim::cuda::Gpu::open().is_ok() => Backend::Cuda,
                 Backend::Auto => Backend::Cpu,
@@ -165,7 +182,9 @@ fn main() -> ExitCode {
             match block[..] {
                 [bx, by] => {
                     let gpu = GpuOptions { variant, block: [bx, by], fast_math: false };
-                    bench::bench(&BenchOptions { backend, gpu, name, size, scheme, precision, threads, seconds, batch, solver }).map(|v| {
+                    let cpu = sim::cpu::CpuOptions { temporal_block };
+                    let o = BenchOptions { backend, gpu, cpu, name, size, scheme, precision, threads, seconds, batch, solver };
+                    bench::bench(&o).map(|v| {
                         if json {
                             println!("{}", serde_json::to_string_pretty(&v).expect("json"));
                         } else {

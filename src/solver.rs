@@ -2,6 +2,7 @@
 //! its arrays lives on that mesh, how it advances in time, and the [`Solver`] trait.
 
 use crate::error::Result;
+use crate::numerics::temporal::Tiling;
 use crate::real::{Precision, Values};
 
 /// A uniform grid, x contiguous (`idx = j*nx + i`); 1D grids have `n[1] == 1`. For a node
@@ -220,6 +221,24 @@ pub trait Solver: Send {
     /// on an instant; ignored under [`Clock::Iterations`]). On a GPU this leaves the host
     /// copy stale until [`Solver::sync`].
     fn advance(&mut self, dt: f64) -> Result<()>;
+    /// The most steps one call of [`Solver::advance_steps`] takes at once (a temporally
+    /// blocked kernel's depth); 1 for a solver that steps one at a time. A solver whose
+    /// [`Solver::converged`] or [`Solver::dt`] can change between steps returns 1.
+    fn steps_per_call(&self) -> u64 {
+        1
+    }
+    /// Advance `n` full steps of length `dt`, `1 <= n <= steps_per_call()`: bit for bit the
+    /// state of `n` calls of [`Solver::advance`] with `dt`.
+    fn advance_steps(&mut self, dt: f64, n: u64) -> Result<()> {
+        for _ in 0..n {
+            self.advance(dt)?;
+        }
+        Ok(())
+    }
+    /// The temporal blocking the CPU kernels run with, if any.
+    fn tiling(&self) -> Option<&Tiling> {
+        None
+    }
     /// Bring the host copy of the state up to date (GPU back ends); called before the host
     /// reads fields for guard checks, output, checkpoints and the end-of-run results.
     fn sync(&mut self) -> Result<()> {
@@ -338,7 +357,7 @@ mod tests {
         for e in SOLVERS {
             let size = if e.name == "lskum" { 1000 } else { 9 };
             for precision in [Precision::F32, Precision::F64] {
-                let Ok(s) = (e.bench)(size, None, precision, &Device::Cpu) else {
+                let Ok(s) = (e.bench)(size, None, precision, &Device::Cpu(Default::default())) else {
                     assert_eq!((e.name, precision), ("lskum", Precision::F32), "bench problem of {} failed", e.name);
                     continue;
                 };

@@ -173,7 +173,7 @@ fn arrays_from_a_file_become_the_initial_state() {
             "{{scheme: {scheme}, nx: {nx}, ny: {ny}, dx: 100.0, dt: 0.1, bathymetry: {{file: {{path: '{file}'}}}}, \
              initial: {{file: {{path: '{file}', hu: hu}}}}}}"
         ))
-        .validated_build(Precision::F64, &sim::solvers::Device::Cpu)
+        .validated_build(Precision::F64, &sim::solvers::Device::Cpu(Default::default()))
         .unwrap();
         let f = s.output_fields();
         let get = |n: &str| f.iter().find(|f| f.name == n).unwrap().values.to_f64();
@@ -211,7 +211,7 @@ fn a_bump_front_travels_at_the_shallow_water_wave_speed() {
              boundary: {{north: periodic, south: periodic}}, \
              initial: {{hump: {{shape: gaussian, amplitude: 0.001, radius: 150.0}}}}}}"
         ));
-        let mut s = p.validated_build(Precision::F64, &sim::solvers::Device::Cpu).unwrap();
+        let mut s = p.validated_build(Precision::F64, &sim::solvers::Device::Cpu(Default::default())).unwrap();
         let steps = (t_end / dt) as usize;
         for _ in 0..steps {
             s.advance(dt).unwrap();
@@ -238,7 +238,7 @@ fn adaptive_time_step_follows_the_state() {
         "{scheme: cdklm16, nx: 30, ny: 20, dx: 100.0, courant: 0.4, bathymetry: {flat: 10.0}, \
          initial: {bump: {position: central, amplitude: 2.0}}}",
     );
-    let mut s = p.validated_build(Precision::F64, &sim::solvers::Device::Cpu).unwrap();
+    let mut s = p.validated_build(Precision::F64, &sim::solvers::Device::Cpu(Default::default())).unwrap();
     let formula = |s: &dyn Solver| {
         let f = s.output_fields();
         let get = |n: &str| f.iter().find(|f| f.name == n).unwrap().values.to_f64();
@@ -283,7 +283,7 @@ fn observed_order(scheme: &str, grids: &[usize], finest: usize) -> Vec<f64> {
              gpu_ocean_compat: false, bathymetry: {{flat: 0.5}}, \
              initial: {{hump: {{shape: cosine, amplitude: 0.005, radius: 30.0}}}}}}"
         ));
-        let mut s = p.validated_build(Precision::F64, &sim::solvers::Device::Cpu).unwrap();
+        let mut s = p.validated_build(Precision::F64, &sim::solvers::Device::Cpu(Default::default())).unwrap();
         for _ in 0..steps as usize {
             s.advance(dt).unwrap();
         }

@@ -1,7 +1,9 @@
-//! Numerical building blocks shared by the solvers and back ends: [`rk`] time integration and
-//! [`tridiag`] tridiagonal solvers (Thomas, truncated SPIKE).
+//! Numerical building blocks shared by the solvers and back ends: [`rk`] time integration,
+//! [`tridiag`] tridiagonal solvers (Thomas, truncated SPIKE), [`temporal`] blocking of explicit
+//! stencil steps.
 
 pub mod rk;
+pub mod temporal;
 pub mod tridiag;
 
 pub use rk::{RkState, Scheme, Stage, step};

@@ -116,16 +116,45 @@ impl<'a> Driver<'a> {
         Ok(())
     }
 
-    /// One step of the length the solver proposes, landed on the next requested instant.
+    /// One step of the length the solver proposes, landed on the next requested instant; or,
+    /// for a solver that takes several at once, as many full steps as come before the next
+    /// activity, the end or a landing.
     fn step(&mut self, s: &mut dyn Solver) -> Result<()> {
-        let dt = match s.clock() {
-            Clock::Physical => self.landing.step_length(s.time(), s.propose_dt()?),
-            Clock::Iterations => 0.0,
+        let (dt, full) = match s.clock() {
+            Clock::Physical => {
+                let proposal = s.propose_dt()?;
+                let dt = self.landing.step_length(s.time(), proposal);
+                (dt, dt == proposal)
+            }
+            Clock::Iterations => (0.0, true),
         };
+        let n = if full { self.steps_at_once(s, dt) } else { 1 };
         let t0 = Instant::now();
-        s.advance(dt)?;
+        s.advance_steps(dt, n)?;
         self.compute += t0.elapsed();
         Ok(())
+    }
+
+    /// Full steps of `dt` the solver may take in one call: at most its
+    /// [`Solver::steps_per_call`], and none past a step after which the run stops or an
+    /// activity is due, or which a landing would shorten. The times are summed as the solver
+    /// sums them, so the schedules see the same values as step by step.
+    fn steps_at_once(&self, s: &dyn Solver, dt: f64) -> u64 {
+        let (clock, most) = (s.clock(), s.steps_per_call());
+        let (mut step, mut time) = (s.step(), s.time());
+        for n in 1..most {
+            let t_prev = time;
+            step += 1;
+            if clock == Clock::Physical {
+                time += dt;
+            }
+            let due = self.activities.iter().any(|(_, when)| when.due_at(step, time, t_prev, clock, Ending::Continue));
+            let lands = clock == Clock::Physical && self.landing.step_length(time, dt) != dt;
+            if due || lands || self.setup.stop.done_at(step, time, s.dt(), clock) {
+                return n;
+            }
+        }
+        most.max(1)
     }
 
     fn ending(&self, s: &dyn Solver) -> Ending {

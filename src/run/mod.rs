@@ -85,10 +85,11 @@ pub fn run(opts: &RunOptions) -> Result<serde_json::Value> {
         None => directory::RunDir::fresh(&plan.out_dir, opts.overwrite)?,
         Some(_) => directory::RunDir::restart(&plan.out_dir)?,
     };
-    if !opts.quiet
-        && let Some(n) = note
-    {
-        eprintln!("{n}");
+    if !opts.quiet {
+        note.into_iter().for_each(|n| eprintln!("{n}"));
+        if let Some(tiling) = solver.tiling() {
+            eprintln!("temporal blocking: {tiling} (cpu.temporal_block: {})", case.cpu.temporal_block.name());
+        }
     }
     signals::install();
     let setup = driver::Setup {

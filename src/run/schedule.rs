@@ -48,8 +48,13 @@ impl Stop {
     }
 
     pub fn done(&self, s: &dyn Solver) -> bool {
-        let by_time = s.clock() == Clock::Physical && self.end_time.is_some_and(|t| t - s.time() <= TOL * s.dt());
-        self.end_step.is_some_and(|e| s.step() >= e) || by_time
+        self.done_at(s.step(), s.time(), s.dt(), s.clock())
+    }
+
+    /// [`Stop::done`] for a solver at `step` and `time` with nominal step `dt`.
+    pub fn done_at(&self, step: u64, time: f64, dt: f64, clock: Clock) -> bool {
+        let by_time = clock == Clock::Physical && self.end_time.is_some_and(|t| t - time <= TOL * dt);
+        self.end_step.is_some_and(|e| step >= e) || by_time
     }
 
     /// Step number at which a run from `step` at `time`, with full steps of `dt` (None under
@@ -150,11 +155,14 @@ impl Schedule {
     /// Due after a step that went from `t_prev` to the solver's state and ends the run as
     /// `ending` says.
     pub fn due(&self, s: &dyn Solver, t_prev: f64, ending: Ending) -> bool {
+        self.due_at(s.step(), s.time(), t_prev, s.clock(), ending)
+    }
+
+    /// [`Schedule::due`] after a step to `step` and `time`.
+    pub fn due_at(&self, step: u64, time: f64, t_prev: f64, clock: Clock, ending: Ending) -> bool {
         self.0.iter().any(|trigger| match *trigger {
-            Trigger::EverySteps(n) => s.step().is_multiple_of(n),
-            Trigger::EveryTime(every) => {
-                s.clock() == Clock::Physical && multiples(s.time(), every) > multiples(t_prev, every)
-            }
+            Trigger::EverySteps(n) => step.is_multiple_of(n),
+            Trigger::EveryTime(every) => clock == Clock::Physical && multiples(time, every) > multiples(t_prev, every),
             Trigger::Final => matches!(ending, Ending::End | Ending::Converged),
             Trigger::Interrupt => ending == Ending::Interrupted,
         })

@@ -14,15 +14,16 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::case::{Backend, Case};
+use crate::cpu::CpuOptions;
 use crate::cuda::{Gpu, GpuOptions};
 use crate::error::{Result, input};
 use crate::real::Precision;
 use crate::solver::{Clock, Solver, StateArray};
 
-/// Where a solver's fields live and its kernels run.
+/// Where a solver's fields live and its kernels run, with the options of that back end.
 #[derive(Clone)]
 pub enum Device {
-    Cpu,
+    Cpu(CpuOptions),
     Cuda(Arc<Gpu>, GpuOptions),
 }
 
@@ -174,27 +175,27 @@ pub fn choose_device(requested: Backend, case: &Case) -> Result<(Device, Option<
     let kind = case.solver.kind();
     let has_cuda = case.solver.spec().has_cuda();
     match requested {
-        Backend::Cpu => Ok((Device::Cpu, None)),
+        Backend::Cpu => Ok((Device::Cpu(case.cpu.clone()), None)),
         Backend::Cuda if !has_cuda => {
             input(format!("backend cuda: solver {kind} has no CUDA kernels yet; use backend: cpu or auto"))
         }
         Backend::Cuda => Ok((Device::Cuda(Gpu::open()?, case.gpu.clone()), None)),
         Backend::Auto if !has_cuda => {
-            Ok((Device::Cpu, Some(format!("backend auto: using the CPU (no CUDA kernels for solver {kind})"))))
+            Ok((Device::Cpu(case.cpu.clone()), Some(format!("backend auto: using the CPU (no CUDA kernels for solver {kind})"))))
         }
         Backend::Auto => match Gpu::open() {
             Ok(gpu) => {
                 let note = format!("backend auto: using CUDA device {}", gpu.name);
                 Ok((Device::Cuda(gpu, case.gpu.clone()), Some(note)))
             }
-            Err(e) => Ok((Device::Cpu, Some(format!("backend auto: using the CPU ({e})")))),
+            Err(e) => Ok((Device::Cpu(case.cpu.clone()), Some(format!("backend auto: using the CPU ({e})")))),
         },
     }
 }
 
 /// Build the solver of `case` in `precision` on the CPU, at its initial condition.
 pub fn build(case: &Case, precision: Precision) -> Result<Box<dyn Solver>> {
-    build_on(case, precision, &Device::Cpu)
+    build_on(case, precision, &Device::Cpu(case.cpu.clone()))
 }
 
 /// Build the solver of `case` in `precision` on `device`, at its initial condition.

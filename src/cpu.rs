@@ -1,0 +1,161 @@
+//! `cpu:` section of a case: how the CPU back end runs the kernels, and what it knows of the
+//! machine's caches.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Result, input};
+use crate::numerics::temporal::Tiling;
+
+/// `cpu:` section of a case.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CpuOptions {
+    /// Steps per sweep of the temporally blocked stencils: `auto` (default), `off` or a
+    /// number of steps.
+    #[serde(default)]
+    pub temporal_block: TemporalBlock,
+}
+
+/// `cpu.temporal_block`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TemporalBlock {
+    /// Depth and bands chosen from the cache sizes and the thread count.
+    #[default]
+    Auto,
+    /// One sweep per step.
+    Off,
+    /// This many steps per sweep.
+    Steps(usize),
+}
+
+/// The range of steps per sweep `auto` chooses from: below 8 the gain is small, beyond 32 it
+/// no longer grows (measured on heat2d).
+const AUTO_DEPTH: (usize, usize) = (8, 32);
+
+/// The deepest sweep accepted.
+pub const MAX_TEMPORAL_BLOCK: usize = 1024;
+
+impl CpuOptions {
+    pub fn validate(&self) -> Result<()> {
+        if let TemporalBlock::Steps(k) = self.temporal_block
+            && !(1..=MAX_TEMPORAL_BLOCK).contains(&k)
+        {
+            return input(format!("cpu.temporal_block: {k} steps; give auto, off or 1 to {MAX_TEMPORAL_BLOCK}"));
+        }
+        Ok(())
+    }
+}
+
+impl TemporalBlock {
+    /// The tiling of rows `nx` wide with `bytes` per value, run on `threads` threads; None
+    /// when off. One band per thread; `auto` takes as many steps per sweep as rows of a band
+    /// fit in one core's L2 cache (a sweep keeps about that many rows of each of the two level
+    /// buffers in flight, the older ones in L3), between 8 and 32: on a 1 MiB L2, 32 for
+    /// 4096-wide rows of f64 on one or two threads.
+    pub fn tiling(self, nx: usize, bytes: usize, threads: usize) -> Option<Tiling> {
+        let bands = threads.max(1);
+        let depth = match self {
+            TemporalBlock::Off => return None,
+            TemporalBlock::Steps(k) => k,
+            TemporalBlock::Auto => (l2_bytes() / ((nx / bands).max(1) * bytes)).clamp(AUTO_DEPTH.0, AUTO_DEPTH.1),
+        };
+        Some(Tiling::new(nx, depth, bands))
+    }
+
+    pub fn name(self) -> String {
+        match self {
+            TemporalBlock::Auto => "auto".into(),
+            TemporalBlock::Off => "off".into(),
+            TemporalBlock::Steps(k) => k.to_string(),
+        }
+    }
+}
+
+impl std::str::FromStr for TemporalBlock {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "auto" => Ok(TemporalBlock::Auto),
+            "off" => Ok(TemporalBlock::Off),
+            _ => s.parse().map(TemporalBlock::Steps).map_err(|_| format!("'{s}': give auto, off or a number of steps")),
+        }
+    }
+}
+
+impl Serialize for TemporalBlock {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        match self {
+            TemporalBlock::Steps(k) => s.serialize_u64(*k as u64),
+            other => s.serialize_str(&other.name()),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for TemporalBlock {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Steps(usize),
+            // YAML 1.1 reads an unquoted `off` as false.
+            Switch(bool),
+            Name(String),
+        }
+        let expected = "expected auto, off or a number of steps";
+        match Raw::deserialize(d).map_err(|_| serde::de::Error::custom(expected))? {
+            Raw::Steps(k) => Ok(TemporalBlock::Steps(k)),
+            Raw::Switch(false) => Ok(TemporalBlock::Off),
+            Raw::Switch(true) => Err(serde::de::Error::custom(expected)),
+            Raw::Name(name) => name.parse().map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+/// Size of one core's L2 cache (Linux sysfs), or 1 MiB where the system does not say.
+pub fn l2_bytes() -> usize {
+    cache_bytes(2).unwrap_or(1 << 20)
+}
+
+/// Size of the data or unified cache of `level` of CPU 0, from sysfs.
+fn cache_bytes(level: u32) -> Option<usize> {
+    let dir = std::path::Path::new("/sys/devices/system/cpu/cpu0/cache");
+    std::fs::read_dir(dir).ok()?.flatten().find_map(|entry| {
+        let read = |name: &str| std::fs::read_to_string(entry.path().join(name)).ok().map(|s| s.trim().to_string());
+        if read("level")? != level.to_string() || read("type")? == "Instruction" {
+            return None;
+        }
+        let size = read("size")?;
+        let (digits, unit) = size.split_at(size.find(|c: char| !c.is_ascii_digit()).unwrap_or(size.len()));
+        let scale = match unit {
+            "" => 1,
+            "K" => 1 << 10,
+            "M" => 1 << 20,
+            _ => return None,
+        };
+        digits.parse::<usize>().ok().map(|n| n * scale)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn temporal_block_reads_names_and_numbers() {
+        for (text, want) in [("auto", TemporalBlock::Auto), ("off", TemporalBlock::Off), ("8", TemporalBlock::Steps(8))] {
+            let o: CpuOptions = serde_saphyr::from_str(&format!("temporal_block: {text}")).unwrap();
+            assert_eq!(o.temporal_block, want);
+            assert_eq!(text.parse::<TemporalBlock>().unwrap(), want);
+        }
+        assert!(serde_saphyr::from_str::<CpuOptions>("temporal_block: fast").is_err());
+        assert!(serde_saphyr::from_str::<CpuOptions>("temporal_block: -2").is_err());
+        let zero: CpuOptions = serde_saphyr::from_str("temporal_block: 0").unwrap();
+        assert!(zero.validate().unwrap_err().to_string().contains("cpu.temporal_block"));
+    }
+
+    #[test]
+    fn the_l2_cache_size_is_plausible() {
+        let l2 = l2_bytes();
+        assert!((64 << 10..=64 << 20).contains(&l2), "{l2}");
+    }
+}

@@ -1,0 +1,100 @@
+//! Temporal blocking (`cpu.temporal_block`): runs that advance several steps per sweep write
+//! the same outputs, history rows and checkpoints, on the same steps and bit for bit, as runs
+//! that advance one step per sweep; restarts across settings stay bit-exact.
+
+mod common;
+use common::*;
+
+use sim::io::checkpoint;
+
+/// heat2d with every kind of schedule: outputs every 7 steps and at multiples of a time that
+/// is not a whole number of steps (landed, shortened steps), checkpoints every 11 steps, guard
+/// checks every 5, and an end time the last step is shortened to.
+fn case(precision: &str, temporal_block: &str) -> String {
+    let extra = format!(
+        "output: {{every_steps: 7, every_time: 0.0071}}\ncheckpoint: {{every_steps: 11, keep: 100}}\n\
+         guard: {{check_every: 5}}\ncpu: {{temporal_block: {temporal_block}}}"
+    );
+    heat_case("h", "heat2d: {n: 43, r: 0.2}", precision, "{end_time: 0.0583}", &extra)
+}
+
+/// Everything a run wrote that does not depend on when it ran: VTK and .pvd files (names and
+/// bytes), checkpoints (step, time, fields), and history.csv without its wall-clock column.
+type Results = (Vec<(String, Vec<u8>)>, Vec<(u64, f64, Vec<sim::solver::StateArray>)>, Vec<String>);
+
+fn results(dir: &std::path::Path) -> Results {
+    let files = snapshot(dir)
+        .into_iter()
+        .filter(|(name, _)| name.ends_with(".vti") || name.ends_with(".pvd"))
+        .collect();
+    let checkpoints = checkpoint::list(dir)
+        .into_iter()
+        .map(|(step, path)| {
+            let (meta, arrays) = checkpoint::read(&path).unwrap();
+            (step, meta.time, arrays)
+        })
+        .collect();
+    let history = std::fs::read_to_string(dir.join("history.csv")).unwrap();
+    let rows = history
+        .lines()
+        .map(|l| {
+            let mut cols: Vec<&str> = l.split(',').collect();
+            cols.remove(2);
+            cols.join(",")
+        })
+        .collect();
+    (files, checkpoints, rows)
+}
+
+#[test]
+fn blocked_runs_write_what_unblocked_runs_write() {
+    let dir = scratch("tb_schedules");
+    for precision in ["f64", "f32"] {
+        write(&dir, "off.yaml", &case(precision, "off"));
+        ok(sim(&dir, &["run", "off.yaml", "--quiet", "--out", "off", "--overwrite"]));
+        let plain = results(&dir.join("off"));
+        assert!(plain.0.len() > 10 && plain.1.len() > 5 && plain.2.len() > 10, "the case exercises every schedule");
+        for (setting, threads) in [("auto", "1"), ("auto", "2"), ("3", "2"), ("8", "1"), ("64", "2")] {
+            write(&dir, "on.yaml", &case(precision, setting));
+            ok(sim(&dir, &["run", "on.yaml", "--quiet", "--out", "on", "--overwrite", "--threads", threads]));
+            let blocked = results(&dir.join("on"));
+            let what = format!("{precision}, temporal_block {setting}, {threads} threads");
+            assert_eq!(plain.0.iter().map(|f| &f.0).collect::<Vec<_>>(), blocked.0.iter().map(|f| &f.0).collect::<Vec<_>>(), "{what}");
+            assert!(plain.0 == blocked.0, "{what}: VTK files differ");
+            assert!(plain.1 == blocked.1, "{what}: checkpoints differ");
+            assert_eq!(plain.2, blocked.2, "{what}: history");
+            let summary = std::fs::read_to_string(dir.join("on/summary.json")).unwrap();
+            assert!(summary.contains("\"temporal_block\": \""), "{what}: the summary names the tiling: {summary}");
+        }
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn restarts_across_blocking_settings_are_bit_exact() {
+    let dir = scratch("tb_restart");
+    write(&dir, "off.yaml", &case("f64", "off"));
+    write(&dir, "on.yaml", &case("f64", "5"));
+    ok(sim(&dir, &["run", "off.yaml", "--quiet", "--out", "full"]));
+    // First leg blocked, second not, and the other way round.
+    for (first, second) in [("on.yaml", "off.yaml"), ("off.yaml", "on.yaml")] {
+        ok(sim(&dir, &["run", first, "--quiet", "--out", "legs", "--steps", "30", "--overwrite"]));
+        ok(sim(&dir, &["run", "--restart", "legs", second, "--quiet"]));
+        let (full, legs) = (results(&dir.join("full")), results(&dir.join("legs")));
+        assert_eq!(full.1.last().map(|c| c.0), legs.1.last().map(|c| c.0), "{first} then {second}: last step");
+        assert!(full.1.last() == legs.1.last(), "{first} then {second}: final state differs");
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_bad_temporal_block_is_refused() {
+    let dir = scratch("tb_bad");
+    for (value, needle) in [("0", "cpu.temporal_block: 0 steps"), ("fast", "auto, off or a number of steps"), ("2.5", "temporal_block")] {
+        write(&dir, "case.yaml", &case("f64", value));
+        exit2(&sim(&dir, &["run", "case.yaml", "--quiet"]), &[needle]);
+    }
+    let o = sim(&dir, &["bench", "heat2d", "--size", "64", "--seconds", "0.01", "--temporal-block", "-1"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -62,6 +62,19 @@ impl TemporalBlock {
         Some(Tiling::new(nx, depth, bands))
     }
 
+    /// The tiling of a line of `n` values of `bytes` each on `threads` threads; None when off.
+    /// Bands whose two level buffers fill an eighth of one core's L2 cache (16 Ki values of
+    /// f64 on a 1 MiB L2), at least one per thread; `auto` takes 32 steps per sweep.
+    pub fn tiling_1d(self, n: usize, bytes: usize, threads: usize) -> Option<Tiling> {
+        let depth = match self {
+            TemporalBlock::Off => return None,
+            TemporalBlock::Steps(k) => k,
+            TemporalBlock::Auto => AUTO_DEPTH.1,
+        };
+        let width = l2_bytes() / (8 * bytes);
+        Some(Tiling::new(n, depth, (n / width).max(threads)))
+    }
+
     pub fn name(self) -> String {
         match self {
             TemporalBlock::Auto => "auto".into(),

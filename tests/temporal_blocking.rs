@@ -7,15 +7,20 @@ use common::*;
 
 use sim::io::checkpoint;
 
-/// heat2d with every kind of schedule: outputs every 7 steps and at multiples of a time that
-/// is not a whole number of steps (landed, shortened steps), checkpoints every 11 steps, guard
-/// checks every 5, and an end time the last step is shortened to.
-fn case(precision: &str, temporal_block: &str) -> String {
+const HEAT2D: (&str, &str) = ("heat2d: {n: 43, r: 0.2}", "{end_time: 0.0583}");
+const HEAT1D: (&str, &str) = ("heat1d: {n: 70001, r: 0.4}", "{end_time: 8.1e-9}");
+
+/// A heat case `(solver, time)` with every kind of schedule: outputs every 7 steps and at
+/// multiples of a time that is not a whole number of steps (landed, shortened steps),
+/// checkpoints every 11 steps, guard checks every 5, and an end time the last step is
+/// shortened to.
+fn case((solver, time): (&str, &str), precision: &str, temporal_block: &str) -> String {
+    let every_time = if solver.starts_with("heat2d") { "0.0071" } else { "9.9e-10" };
     let extra = format!(
-        "output: {{every_steps: 7, every_time: 0.0071}}\ncheckpoint: {{every_steps: 11, keep: 100}}\n\
+        "output: {{every_steps: 7, every_time: {every_time}}}\ncheckpoint: {{every_steps: 11, keep: 100}}\n\
          guard: {{check_every: 5}}\ncpu: {{temporal_block: {temporal_block}}}"
     );
-    heat_case("h", "heat2d: {n: 43, r: 0.2}", precision, "{end_time: 0.0583}", &extra)
+    heat_case("h", solver, precision, time, &extra)
 }
 
 /// Everything a run wrote that does not depend on when it ran: VTK and .pvd files (names and
@@ -49,16 +54,16 @@ fn results(dir: &std::path::Path) -> Results {
 #[test]
 fn blocked_runs_write_what_unblocked_runs_write() {
     let dir = scratch("tb_schedules");
-    for precision in ["f64", "f32"] {
-        write(&dir, "off.yaml", &case(precision, "off"));
+    for (heat, precision) in [(HEAT2D, "f64"), (HEAT2D, "f32"), (HEAT1D, "f64")] {
+        write(&dir, "off.yaml", &case(heat, precision, "off"));
         ok(sim(&dir, &["run", "off.yaml", "--quiet", "--out", "off", "--overwrite"]));
         let plain = results(&dir.join("off"));
         assert!(plain.0.len() > 10 && plain.1.len() > 5 && plain.2.len() > 10, "the case exercises every schedule");
         for (setting, threads) in [("auto", "1"), ("auto", "2"), ("3", "2"), ("8", "1"), ("64", "2")] {
-            write(&dir, "on.yaml", &case(precision, setting));
+            write(&dir, "on.yaml", &case(heat, precision, setting));
             ok(sim(&dir, &["run", "on.yaml", "--quiet", "--out", "on", "--overwrite", "--threads", threads]));
             let blocked = results(&dir.join("on"));
-            let what = format!("{precision}, temporal_block {setting}, {threads} threads");
+            let what = format!("{}, {precision}, temporal_block {setting}, {threads} threads", heat.0);
             assert_eq!(plain.0.iter().map(|f| &f.0).collect::<Vec<_>>(), blocked.0.iter().map(|f| &f.0).collect::<Vec<_>>(), "{what}");
             assert!(plain.0 == blocked.0, "{what}: VTK files differ");
             assert!(plain.1 == blocked.1, "{what}: checkpoints differ");
@@ -73,8 +78,8 @@ fn blocked_runs_write_what_unblocked_runs_write() {
 #[test]
 fn restarts_across_blocking_settings_are_bit_exact() {
     let dir = scratch("tb_restart");
-    write(&dir, "off.yaml", &case("f64", "off"));
-    write(&dir, "on.yaml", &case("f64", "5"));
+    write(&dir, "off.yaml", &case(HEAT2D, "f64", "off"));
+    write(&dir, "on.yaml", &case(HEAT2D, "f64", "5"));
     ok(sim(&dir, &["run", "off.yaml", "--quiet", "--out", "full"]));
     // First leg blocked, second not, and the other way round.
     for (first, second) in [("on.yaml", "off.yaml"), ("off.yaml", "on.yaml")] {
@@ -91,7 +96,7 @@ fn restarts_across_blocking_settings_are_bit_exact() {
 fn a_bad_temporal_block_is_refused() {
     let dir = scratch("tb_bad");
     for (value, needle) in [("0", "cpu.temporal_block: 0 steps"), ("fast", "auto, off or a number of steps"), ("2.5", "temporal_block")] {
-        write(&dir, "case.yaml", &case("f64", value));
+        write(&dir, "case.yaml", &case(HEAT2D, "f64", value));
         exit2(&sim(&dir, &["run", "case.yaml", "--quiet"]), &[needle]);
     }
     let o = sim(&dir, &["bench", "heat2d", "--size", "64", "--seconds", "0.01", "--temporal-block", "-1"]);

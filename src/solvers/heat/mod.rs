@@ -377,10 +377,12 @@ impl<T: Real> Heat<T> {
     /// Move the field to `device` (the CPU keeps it where it is, and blocks the explicit 2D
     /// steps in time as `cpu.temporal_block` says, for the threads of the current pool).
     pub fn on(mut self, device: &Device) -> Result<Self> {
-        if let (Device::Cpu(opts), Engine::Cpu { tiling, .. }) = (device, &mut self.engine)
-            && self.grid.n[1] > 1
-        {
-            *tiling = opts.temporal_block.tiling(self.grid.n[0], size_of::<T>(), rayon::current_num_threads());
+        if let (Device::Cpu(opts), Engine::Cpu { tiling, .. }) = (device, &mut self.engine) {
+            let (block, threads) = (opts.temporal_block, rayon::current_num_threads());
+            *tiling = match self.grid.n {
+                [n, 1] => block.tiling_1d(n, size_of::<T>(), threads),
+                [nx, _] => block.tiling(nx, size_of::<T>(), threads),
+            };
         }
         if let Device::Cuda(gpu, opts) = device {
             let [bx, by] = opts.block;
@@ -495,7 +497,11 @@ impl<T: Real> Engine<T> {
         let mut left = n as usize;
         while left > 0 {
             let steps = left.min(tiling.depth);
-            kernels::ftcs2d_blocked(temp, next, nx, r, tiling, steps);
+            if temp.len() == nx {
+                kernels::ftcs1d_blocked(temp, next, r, tiling, steps);
+            } else {
+                kernels::ftcs2d_blocked(temp, next, nx, r, tiling, steps);
+            }
             if steps % 2 == 1 {
                 std::mem::swap(temp, next);
             }

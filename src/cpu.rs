@@ -47,19 +47,23 @@ impl CpuOptions {
 }
 
 impl TemporalBlock {
-    /// The tiling of rows `nx` wide with `bytes` per value, run on `threads` threads; None
-    /// when off. One band per thread; `auto` takes as many steps per sweep as rows of a band
-    /// fit in one core's L2 cache (a sweep keeps about that many rows of each of the two level
-    /// buffers in flight, the older ones in L3), between 8 and 32: on a 1 MiB L2, 32 for
+    /// The tiling of rows `nx` wide with `node_bytes` per node and level (all fields of a
+    /// level), for steps of `levels_per_step` levels, run on `threads` threads; None when off.
+    /// One band per thread; `auto` takes as many levels per sweep as rows of a band fit in one
+    /// core's L2 cache (a sweep keeps about that many rows of each of the two level buffers in
+    /// flight, the older ones in L3), between 8 and 32 steps: on a 1 MiB L2, 32 for heat2d's
     /// 4096-wide rows of f64 on one or two threads.
-    pub fn tiling(self, nx: usize, bytes: usize, threads: usize) -> Option<Tiling> {
+    pub fn tiling(self, nx: usize, node_bytes: usize, levels_per_step: usize, threads: usize) -> Option<Tiling> {
         let bands = threads.max(1);
-        let depth = match self {
+        let steps = match self {
             TemporalBlock::Off => return None,
             TemporalBlock::Steps(k) => k,
-            TemporalBlock::Auto => (l2_bytes() / ((nx / bands).max(1) * bytes)).clamp(AUTO_DEPTH.0, AUTO_DEPTH.1),
+            TemporalBlock::Auto => {
+                let rows = l2_bytes() / ((nx / bands).max(1) * node_bytes);
+                (rows / levels_per_step).clamp(AUTO_DEPTH.0, AUTO_DEPTH.1)
+            }
         };
-        Some(Tiling::new(nx, depth, bands))
+        Some(Tiling::for_steps(nx, steps, levels_per_step, bands))
     }
 
     /// The tiling of a line of `n` values of `bytes` each on `threads` threads; None when off.

@@ -75,6 +75,41 @@ fn blocked_runs_write_what_unblocked_runs_write() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// A small cavity that converges (R_K below tol at two residual checks in a row) between its
+/// scheduled outputs; the residual steps are not blocked, every other step may be.
+fn cavity(temporal_block: &str) -> String {
+    format!(
+        "name: h\nsolver: {{cavity: {{n: 34, re: 100, residual: {{every: 31, tol: 2.0e-2}}}}}}\ntime: {{end_step: 20000}}\n\
+         output: {{every_steps: 37}}\ncheckpoint: {{every_steps: 50, keep: 1000}}\nguard: {{check_every: 25}}\n\
+         cpu: {{temporal_block: {temporal_block}}}\n"
+    )
+}
+
+#[test]
+fn blocked_cavity_runs_write_what_unblocked_runs_write_and_converge_on_the_same_step() {
+    let dir = scratch("tb_cavity");
+    write(&dir, "off.yaml", &cavity("off"));
+    ok(sim(&dir, &["run", "off.yaml", "--quiet", "--out", "off"]));
+    let plain = results(&dir.join("off"));
+    let summary = |d: &str| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(dir.join(d).join("summary.json")).unwrap()).unwrap()
+    };
+    let steps = summary("off")["step"].as_u64().unwrap();
+    assert!(summary("off")["errors"]["converged"] == true && steps < 20000 && steps % 31 == 0, "{}", summary("off"));
+    for (setting, threads) in [("auto", "2"), ("7", "1"), ("64", "2")] {
+        write(&dir, "on.yaml", &cavity(setting));
+        ok(sim(&dir, &["run", "on.yaml", "--quiet", "--out", "on", "--overwrite", "--threads", threads]));
+        let blocked = results(&dir.join("on"));
+        let what = format!("cavity, temporal_block {setting}, {threads} threads");
+        assert_eq!(summary("on")["step"], steps, "{what}: converged on another step");
+        assert!(plain.0 == blocked.0, "{what}: VTK files differ");
+        assert!(plain.1 == blocked.1, "{what}: checkpoints differ");
+        assert_eq!(plain.2, blocked.2, "{what}: history");
+        assert!(summary("on")["errors"]["temporal_block"].is_string(), "{what}: {}", summary("on"));
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 #[test]
 fn restarts_across_blocking_settings_are_bit_exact() {
     let dir = scratch("tb_restart");

@@ -33,24 +33,38 @@ pub trait RowStencil: Sync {
     unsafe fn update(&self, t: usize, j: usize, cols: Range<usize>);
 }
 
-/// How a sweep splits the columns, and how many steps it takes at most.
+/// How a sweep splits the columns, and how many levels it advances at most.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Tiling {
-    /// Steps per sweep (`k`).
+    /// Levels per sweep.
     pub depth: usize,
     /// Column edges of the bands, `0 = edges[0] < ... < edges[B] = nx`.
     pub edges: Vec<usize>,
+    /// Levels per time step of the solver (its substeps).
+    pub levels_per_step: usize,
 }
 
 impl Tiling {
-    /// `bands` bands of nearly equal width over `nx` columns for sweeps of `depth` steps;
-    /// fewer bands where they would be too narrow for the depth (an inner band needs
-    /// `2 * depth` columns, one at an edge of the grid `depth`).
+    /// `bands` bands of nearly equal width over `nx` columns for sweeps of `depth` levels;
+    /// fewer bands where they would be too narrow: every band gets `2 * depth + 2` columns,
+    /// so that at every level a band's run at an edge of the grid holds the two outer
+    /// columns (a boundary value may copy its inward neighbour) and the strips stay clear
+    /// of them.
     pub fn new(nx: usize, depth: usize, bands: usize) -> Tiling {
         assert!(nx >= 1 && depth >= 1);
-        let bands = bands.clamp(1, (nx / (2 * depth)).max(1));
+        let bands = bands.clamp(1, (nx / (2 * depth + 2)).max(1));
         let edges = (0..=bands).map(|b| b * nx / bands).collect();
-        Tiling { depth, edges }
+        Tiling { depth, edges, levels_per_step: 1 }
+    }
+
+    /// As [`Tiling::new`] for sweeps of `steps` time steps of `levels_per_step` levels each.
+    pub fn for_steps(nx: usize, steps: usize, levels_per_step: usize, bands: usize) -> Tiling {
+        Tiling { levels_per_step, ..Tiling::new(nx, steps * levels_per_step, bands) }
+    }
+
+    /// Time steps per sweep.
+    pub fn steps(&self) -> usize {
+        self.depth / self.levels_per_step
     }
 
     pub fn bands(&self) -> usize {
@@ -73,7 +87,7 @@ impl Tiling {
 impl std::fmt::Display for Tiling {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let bands = self.bands();
-        write!(f, "{} steps per sweep, {bands} band{}", self.depth, if bands == 1 { "" } else { "s" })
+        write!(f, "{} steps per sweep, {bands} band{}", self.steps(), if bands == 1 { "" } else { "s" })
     }
 }
 

@@ -13,9 +13,12 @@
 //! predictor `u* = ((((u - dtdx*(u*(ue-u) + (pe-p))) - dtdy*(v*(un-u))) + nudx2*((ue-2u)+uw)) + nudy2*((un-2u)+us))`,
 //! corrector likewise with backward differences, then `u_new = half*(u + U)`.
 
+use std::ops::Range;
+
 use rayon::prelude::*;
 
 use crate::error::Result;
+use crate::numerics::temporal::{self, RowStencil, Tiling};
 use crate::real::Real;
 
 /// Scalars the kernels need, in the run's precision.
@@ -85,6 +88,16 @@ impl<T: Real> Fields<T> {
         debug_assert!(ok.is_ok(), "CPU stages cannot fail");
     }
 
+    /// `steps` full steps in one temporally blocked sweep (see [`temporal`]), bitwise equal to
+    /// `steps` calls of [`Fields::step`]: the odd levels are the predicted fields, the even
+    /// ones `u, v, p`, and each row's boundary values are written with it.
+    pub fn steps_blocked(&mut self, c: &Coeffs<T>, tiling: &Tiling, steps: usize) {
+        let Fields { nx, ny, .. } = *self;
+        let levels = [[&mut self.u, &mut self.v, &mut self.p], [&mut self.us, &mut self.vs, &mut self.ps]];
+        let stencil = Blocked { levels: levels.map(|l| l.map(|f| f.as_mut_ptr())), nx, ny, c: *c };
+        temporal::sweep(&stencil, ny, tiling, 2 * steps);
+    }
+
     /// As [`Fields::step`], also returning the sum over interior nodes of the squared one-step
     /// change of `u` (the reference code's convergence print), summed row by row in order.
     pub fn step_with_change(&mut self, c: &Coeffs<T>) -> f64 {
@@ -152,6 +165,73 @@ impl<T: Real> Stages<T> for CpuStages<'_, T> {
     }
 }
 
+/// The substeps of [`step`] on raw views of the two levels' fields, for [`temporal::sweep`]:
+/// level `2s - 1` is the predictor of step `s` (with its walls), level `2s` the corrector.
+struct Blocked<T> {
+    /// `u, v, p` and `us, vs, ps`.
+    levels: [[*mut T; 3]; 2],
+    nx: usize,
+    ny: usize,
+    c: Coeffs<T>,
+}
+
+// SAFETY: the sweep hands each thread disjoint points to write and points no one writes to read.
+unsafe impl<T: Send> Sync for Blocked<T> {}
+
+impl<T: Real> RowStencil for Blocked<T> {
+    unsafe fn update(&self, t: usize, j: usize, cols: Range<usize>) {
+        let (nx, ny) = (self.nx, self.ny);
+        // The bottom and top walls copy rows 1 and ny - 2 of the same level: written with them.
+        if j == 0 || j == ny - 1 {
+            return;
+        }
+        let (src, dst) = (self.levels[(t - 1) % 2], self.levels[t % 2]);
+        // The tiling gives a run at an edge of the grid its two outer columns.
+        let (lo, hi) = (cols.start.max(1), cols.end.min(nx - 1));
+        // SAFETY (all raw accesses below): the points written are row j over `cols` (and rows
+        // 0 / ny - 1 over `cols` with rows 1 / ny - 2) of this level, ours alone during the
+        // call; the points read are level t - 1 next to them, which no one writes now, or
+        // points of this level written above in this call.
+        unsafe {
+            let input = src.map(|f| [j - 1, j, j + 1].map(|jj| std::slice::from_raw_parts(f.add(jj * nx + lo - 1), hi - lo + 2)));
+            let out = dst.map(|f| std::slice::from_raw_parts_mut(f.add(j * nx + lo), hi - lo));
+            let row = rows::Row { input, out, c: &self.c };
+            if t % 2 == 1 {
+                rows::predictor(row);
+            } else {
+                rows::corrector::<T, false>(row);
+            }
+            let at = |f: usize, jj: usize, i: usize| dst[f].add(jj * nx + i);
+            // Side walls: u = v = 0, pressure from the inward node.
+            for (edge, inward) in [(0, 1), (nx - 1, nx - 2)] {
+                if cols.contains(&edge) {
+                    *at(0, j, edge) = T::zero();
+                    *at(1, j, edge) = T::zero();
+                    *at(2, j, edge) = *at(2, j, inward);
+                }
+            }
+            // Bottom wall and lid, as `walls`: the row inside first, then the corners.
+            for (wall, inside, u_wall) in [(0, 1, T::zero()), (ny - 1, ny - 2, self.c.u0)] {
+                if j != inside {
+                    continue;
+                }
+                for i in lo..hi {
+                    *at(0, wall, i) = u_wall;
+                    *at(1, wall, i) = T::zero();
+                    *at(2, wall, i) = *at(2, inside, i);
+                }
+                for (edge, inward) in [(0, 1), (nx - 1, nx - 2)] {
+                    if cols.contains(&edge) {
+                        *at(0, wall, edge) = T::zero();
+                        *at(1, wall, edge) = T::zero();
+                        *at(2, wall, edge) = T::of(0.5) * (*at(2, wall, inward) + *at(2, inside, edge));
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Rows per parallel task: at least ~4k nodes per task so small grids are not dominated
 /// by task overhead.
 pub fn rows_per_task(nx: usize) -> usize {
@@ -185,7 +265,9 @@ pub fn predictor<T: Real>(
             if j == 0 || j == ny - 1 {
                 return;
             }
-            rows::predictor(rows::Row { j, nx, input: [u, v, p], out: [uo, vo, po], c });
+            let input = [u, v, p].map(|f| rows::window(f, nx, j, 0..nx));
+            let [uo_, vo_, po_] = [&mut *uo, &mut *vo, &mut *po].map(|o| &mut o[1..nx - 1]);
+            rows::predictor(rows::Row { input, out: [uo_, vo_, po_], c });
             side_walls_row(uo, vo, po);
         });
 }
@@ -221,31 +303,42 @@ pub fn corrector<T: Real, const CHANGE: bool>(
                 *part = 0.0;
                 return;
             }
-            let change = rows::corrector::<T, CHANGE>(rows::Row { j, nx, input: [us, vs, ps], out: [uo, vo, po], c });
+            let input = [us, vs, ps].map(|f| rows::window(f, nx, j, 0..nx));
+            let [uo_, vo_, po_] = [&mut *uo, &mut *vo, &mut *po].map(|o| &mut o[1..nx - 1]);
+            let change = rows::corrector::<T, CHANGE>(rows::Row { input, out: [uo_, vo_, po_], c });
             side_walls_row(uo, vo, po);
             *part = change;
         });
 }
 
-/// The inner loops of one interior row, compiled twice on x86-64: for the baseline target and
-/// with AVX2 enabled (chosen at run time). Only the vector width differs; there is no FMA
+/// The inner loops of one interior row, compiled three times on x86-64: for the baseline
+/// target and with AVX2 or AVX-512F enabled (chosen at run time). Only the vector width differs; there is no FMA
 /// contraction, so both give bit-identical results.
 mod rows {
     use super::Coeffs;
     use crate::real::Real;
 
-    /// Interior row `j` (`1..ny-1`) of one substep: the three whole input fields (`nx` wide,
-    /// in the order u, v, p) and the row's three output slices.
+    /// A run of interior nodes of one row in one substep: for each input field (in the order
+    /// u, v, p) its rows south, middle and north over the nodes and one more on each side, and
+    /// the three output slices over the nodes.
     pub struct Row<'a, T> {
-        pub j: usize,
-        pub nx: usize,
-        pub input: [&'a [T]; 3],
+        pub input: [[&'a [T]; 3]; 3],
         pub out: [&'a mut [T]; 3],
         pub c: &'a Coeffs<T>,
     }
 
+    /// Rows `j - 1`, `j`, `j + 1` of an `nx`-wide field over `cols`.
+    pub fn window<T>(f: &[T], nx: usize, j: usize, cols: std::ops::Range<usize>) -> [&[T]; 3] {
+        [j - 1, j, j + 1].map(|jj| &f[jj * nx + cols.start..jj * nx + cols.end])
+    }
+
     #[inline]
     pub fn predictor<T: Real>(r: Row<T>) {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU supports AVX-512F (checked just above).
+            return unsafe { avx512::predictor::<T>(r) };
+        }
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU supports AVX2 (checked just above).
@@ -256,6 +349,11 @@ mod rows {
 
     #[inline]
     pub fn corrector<T: Real, const CHANGE: bool>(r: Row<T>) -> f64 {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU supports AVX-512F (checked just above).
+            return unsafe { avx512::corrector::<T, CHANGE>(r) };
+        }
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU supports AVX2 (checked just above).
@@ -280,6 +378,22 @@ mod rows {
         }
     }
 
+    #[cfg(target_arch = "x86_64")]
+    mod avx512 {
+        use super::Row;
+        use crate::real::Real;
+
+        #[target_feature(enable = "avx512f")]
+        pub unsafe fn predictor<T: Real>(r: Row<T>) {
+            super::body::predictor::<T>(r)
+        }
+
+        #[target_feature(enable = "avx512f")]
+        pub unsafe fn corrector<T: Real, const CHANGE: bool>(r: Row<T>) -> f64 {
+            super::body::corrector::<T, CHANGE>(r)
+        }
+    }
+
     mod body {
         use super::super::Coeffs;
         use super::Row;
@@ -288,20 +402,16 @@ mod rows {
         /// Predictor on an interior row, interior nodes only.
         #[inline(always)]
         pub fn predictor<T: Real>(r: Row<T>) {
-            let Row { j, nx, input: [u, v, p], out: [uo, vo, po], c } = r;
+            let Row { input: [[us_, ur, un_], [vs_, vr, vn_], [_, pr, pn_]], out: [uo, vo, po], c } = r;
             let Coeffs { dtdx, dtdy, nudx2, nudy2, c2dx, c2dy, .. } = *c;
             let two = T::of(2.0);
-            let m = nx - 2;
-            let (s0, s1, c0, c1, n0, n1) = ((j - 1) * nx, j * nx, j * nx, (j + 1) * nx, (j + 1) * nx, (j + 2) * nx);
+            let m = uo.len();
             // u: centre, west, east, south, north
-            let (ur, us_, un_) = (&u[c0..c1], &u[s0..s1], &u[n0..n1]);
-            let (vr, vs_, vn_) = (&v[c0..c1], &v[s0..s1], &v[n0..n1]);
-            let (pr, pn_) = (&p[c0..c1], &p[n0..n1]);
             let (uc, uw, ue, uss, unn) = (&ur[1..m + 1], &ur[0..m], &ur[2..m + 2], &us_[1..m + 1], &un_[1..m + 1]);
             let (vc, vw, ve, vss, vnn) = (&vr[1..m + 1], &vr[0..m], &vr[2..m + 2], &vs_[1..m + 1], &vn_[1..m + 1]);
             let (pc, pe, pnn) = (&pr[1..m + 1], &pr[2..m + 2], &pn_[1..m + 1]);
             {
-                let (ou, ov, op) = (&mut uo[1..m + 1], &mut vo[1..m + 1], &mut po[1..m + 1]);
+                let (ou, ov, op) = (&mut uo[..m], &mut vo[..m], &mut po[..m]);
                 for k in 0..m {
                     let (u_, v_, p_) = (uc[k], vc[k], pc[k]);
                     let (ue_, un) = (ue[k], unn[k]);
@@ -321,21 +431,17 @@ mod rows {
         /// the sum of the squared change of `u` over the row when `CHANGE`.
         #[inline(always)]
         pub fn corrector<T: Real, const CHANGE: bool>(r: Row<T>) -> f64 {
-            let Row { j, nx, input: [us, vs, ps], out: [uo, vo, po], c } = r;
+            let Row { input: [[us_, ur, un_], [vs_, vr, vn_], [ps_, pr, _]], out: [uo, vo, po], c } = r;
             let Coeffs { dtdx, dtdy, nudx2, nudy2, c2dx, c2dy, .. } = *c;
             let two = T::of(2.0);
             let half = T::of(0.5);
-            let m = nx - 2;
-            let (s0, s1, c0, c1, n0, n1) = ((j - 1) * nx, j * nx, j * nx, (j + 1) * nx, (j + 1) * nx, (j + 2) * nx);
-            let (ur, us_, un_) = (&us[c0..c1], &us[s0..s1], &us[n0..n1]);
-            let (vr, vs_, vn_) = (&vs[c0..c1], &vs[s0..s1], &vs[n0..n1]);
-            let (pr, ps_) = (&ps[c0..c1], &ps[s0..s1]);
+            let m = uo.len();
             let (uc, uw, ue, uss, unn) = (&ur[1..m + 1], &ur[0..m], &ur[2..m + 2], &us_[1..m + 1], &un_[1..m + 1]);
             let (vc, vw, ve, vss, vnn) = (&vr[1..m + 1], &vr[0..m], &vr[2..m + 2], &vs_[1..m + 1], &vn_[1..m + 1]);
             let (pc, pw, pss) = (&pr[1..m + 1], &pr[0..m], &ps_[1..m + 1]);
             let mut change = 0.0f64;
             {
-                let (ou, ov, op) = (&mut uo[1..m + 1], &mut vo[1..m + 1], &mut po[1..m + 1]);
+                let (ou, ov, op) = (&mut uo[..m], &mut vo[..m], &mut po[..m]);
                 for k in 0..m {
                     let (u_, v_, p_) = (uc[k], vc[k], pc[k]);
                     let (uw_, us2) = (uw[k], uss[k]);
@@ -546,6 +652,41 @@ mod tests {
         f.vs.fill(T::nan());
         f.ps.fill(T::nan());
         f
+    }
+
+    /// `steps` blocked steps against as many plain ones, bitwise, on `threads` threads.
+    fn blocked_matches_plain<T: Real>(nx: usize, ny: usize, tiling: &Tiling, steps: usize, threads: usize) {
+        let c = coeffs::<T>();
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        let (mut plain, mut blocked) = (random_fields::<T>(nx, ny), random_fields::<T>(nx, ny));
+        pool.install(|| {
+            (0..steps).for_each(|_| plain.step(&c));
+            let mut left = steps;
+            while left > 0 {
+                let k = left.min(tiling.steps());
+                blocked.steps_blocked(&c, tiling, k);
+                left -= k;
+            }
+        });
+        for (name, a, b) in [("u", &plain.u, &blocked.u), ("v", &plain.v, &blocked.v), ("p", &plain.p, &blocked.p)] {
+            let same = a.iter().zip(b.iter()).all(|(x, y)| x.f64().to_bits() == y.f64().to_bits());
+            assert!(same, "{name}: {nx}x{ny}, {tiling}, {steps} steps, {threads} threads");
+        }
+    }
+
+    #[test]
+    fn blocked_steps_equal_plain_steps_bitwise() {
+        for (nx, ny) in [(3, 3), (5, 4), (37, 23), (64, 9), (101, 40)] {
+            for depth in [1, 2, 3, 7] {
+                for bands in [1, 2, 3, 4] {
+                    let tiling = Tiling::for_steps(nx, depth, 2, bands);
+                    for (steps, threads) in [(1, 1), (depth + 2, 2), (2 * depth + 1, 1), (3 * depth, 2)] {
+                        blocked_matches_plain::<f64>(nx, ny, &tiling, steps, threads);
+                        blocked_matches_plain::<f32>(nx, ny, &tiling, steps, threads);
+                    }
+                }
+            }
+        }
     }
 
     fn check_step<T: Real>(nx: usize, ny: usize) {

@@ -17,6 +17,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, SimError, input};
+use crate::numerics::temporal::Tiling;
 use crate::real::{Precision, Real};
 use crate::solver::{
     ArraySpec, Grid, Location, Mesh, NonFinite, OutField, Place, Solver, StateArray, first_non_finite, take_array,
@@ -363,6 +364,8 @@ pub struct Cavity<T: Real> {
     /// residual checks), and `u` before a step whose change is summed.
     gpu: Option<Box<cuda::CavityCuda<T>>>,
     u_before: Vec<T>,
+    /// Temporal blocking of the CPU steps whose change is not summed.
+    tiling: Option<Tiling>,
     /// Whether `fields.u, v, p` hold the current state: always on the CPU; on a GPU from
     /// `sync` or `restore` until the next `advance`.
     host_current: bool,
@@ -395,6 +398,7 @@ impl<T: Real> Cavity<T> {
             du2_last: f64::NAN,
             gpu: None,
             u_before: Vec::new(),
+            tiling: None,
             host_current: true,
             backend: "cpu".into(),
             step: 0,
@@ -402,8 +406,14 @@ impl<T: Real> Cavity<T> {
         }
     }
 
-    /// Move the fields to `device` (the CPU keeps them where they are).
+    /// Move the fields to `device` (the CPU keeps them where they are, and blocks the steps in
+    /// time as `cpu.temporal_block` says, for the threads of the current pool).
     pub fn on(mut self, device: &Device) -> Result<Self> {
+        if let Device::Cpu(opts) = device {
+            // A level is u, v, p (or the predicted three); a step is two levels.
+            let node_bytes = 3 * size_of::<T>();
+            self.tiling = opts.temporal_block.tiling(self.grid.n[0], node_bytes, 2, rayon::current_num_threads());
+        }
         if let Device::Cuda(gpu, opts) = device {
             let [nx, ny] = self.grid.n;
             let f = &self.fields;
@@ -522,6 +532,11 @@ impl<T: Real> Cavity<T> {
         w
     }
 
+    /// Whether step `step` sums the change of `u` (the first and every residual step).
+    fn summed(&self, step: u64) -> bool {
+        step == 1 || step.is_multiple_of(self.params.residual.every)
+    }
+
     /// Residual check at a multiple of K: R_K from the change since the snapshot.
     fn check_residual(&mut self) {
         let nx = self.grid.n[0];
@@ -565,7 +580,7 @@ impl<T: Real> Solver for Cavity<T> {
         };
         let k = self.params.residual.every;
         let next = self.step + 1;
-        let summed = next == 1 || next.is_multiple_of(k);
+        let summed = self.summed(next);
         self.host_current = self.gpu.is_none();
         let du2 = match &mut self.gpu {
             None if summed => Some(self.fields.step_with_change(c)),
@@ -599,6 +614,44 @@ impl<T: Real> Solver for Cavity<T> {
             self.check_residual();
         }
         Ok(())
+    }
+
+    /// Up to the next step that sums the change (which may end the run by convergence).
+    fn steps_per_call(&self) -> u64 {
+        let Some(tiling) = &self.tiling else { return 1 };
+        let to_summed = (self.step + 1..).find(|&s| self.summed(s)).map_or(1, |s| s - self.step);
+        to_summed.min(tiling.steps() as u64)
+    }
+
+    /// The steps before a summed one in blocked sweeps; a summed step alone.
+    fn advance_steps(&mut self, dt: f64, n: u64) -> Result<()> {
+        let mut left = n;
+        while left > 0 {
+            let run = match &self.tiling {
+                Some(tiling) if dt == self.dt => (1..=left.min(tiling.steps() as u64))
+                    .take_while(|&s| !self.summed(self.step + s))
+                    .last()
+                    .unwrap_or(0),
+                _ => 0,
+            };
+            if run == 0 {
+                self.advance(dt)?;
+                left -= 1;
+                continue;
+            }
+            let tiling = self.tiling.as_ref().expect("a tiling");
+            self.fields.steps_blocked(&self.coeffs, tiling, run as usize);
+            for _ in 0..run {
+                self.step += 1;
+                self.time += dt;
+            }
+            left -= run;
+        }
+        Ok(())
+    }
+
+    fn tiling(&self) -> Option<&Tiling> {
+        self.tiling.as_ref()
     }
 
     fn sync(&mut self) -> Result<()> {
@@ -752,6 +805,9 @@ impl<T: Real> Solver for Cavity<T> {
         self.assert_host_current("report");
         let mut m = serde_json::Map::new();
         let num = |x: f64| if x.is_finite() { serde_json::Value::from(x) } else { serde_json::Value::Null };
+        if let Some(tiling) = &self.tiling {
+            m.insert("temporal_block".into(), tiling.to_string().into());
+        }
         m.insert("R_K".into(), num(self.r_k));
         m.insert("converged".into(), self.converged.into());
         match self.compare(Reference::Ghia) {

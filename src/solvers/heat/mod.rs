@@ -381,7 +381,7 @@ impl<T: Real> Heat<T> {
             let (block, threads) = (opts.temporal_block, rayon::current_num_threads());
             *tiling = match self.grid.n {
                 [n, 1] => block.tiling_1d(n, size_of::<T>(), threads),
-                [nx, _] => block.tiling(nx, size_of::<T>(), threads),
+                [nx, _] => block.tiling(nx, size_of::<T>(), 1, threads),
             };
         }
         if let Device::Cuda(gpu, opts) = device {
@@ -579,7 +579,7 @@ impl<T: Real> Solver for Heat<T> {
     }
 
     fn steps_per_call(&self) -> u64 {
-        self.tiling().map_or(1, |t| t.depth as u64)
+        self.tiling().map_or(1, |t| t.steps() as u64)
     }
 
     fn advance_steps(&mut self, dt: f64, n: u64) -> Result<()> {

@@ -374,8 +374,8 @@ impl<T: Real> Heat<T> {
         Heat { kind, grid, r, dt, exact, temp, engine, host_current: true, backend: "cpu".into(), step: 0, time: 0.0 }
     }
 
-    /// Move the field to `device` (the CPU keeps it where it is, and blocks the explicit 2D
-    /// steps in time as `cpu.temporal_block` says, for the threads of the current pool).
+    /// Move the field to `device` (the CPU keeps it where it is, and blocks the explicit steps
+    /// in time as `cpu.temporal_block` says, for the threads of the current pool).
     pub fn on(mut self, device: &Device) -> Result<Self> {
         if let (Device::Cpu(opts), Engine::Cpu { tiling, .. }) = (device, &mut self.engine) {
             let (block, threads) = (opts.temporal_block, rayon::current_num_threads());
@@ -496,7 +496,7 @@ impl<T: Real> Engine<T> {
         let Engine::Cpu { next, tiling: Some(tiling) } = self else { return false };
         let mut left = n as usize;
         while left > 0 {
-            let steps = left.min(tiling.depth);
+            let steps = left.min(tiling.steps());
             if temp.len() == nx {
                 kernels::ftcs1d_blocked(temp, next, r, tiling, steps);
             } else {

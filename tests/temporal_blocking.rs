@@ -128,6 +128,23 @@ fn restarts_across_blocking_settings_are_bit_exact() {
 }
 
 #[test]
+fn check_says_what_a_run_would_choose() {
+    let dir = scratch("tb_check");
+    let said = |text: &str| {
+        write(&dir, "case.yaml", text);
+        String::from_utf8(ok(sim(&dir, &["check", "case.yaml"])).stdout).unwrap()
+    };
+    let with_threads = |text: String, threads: usize| text + &format!("threads: {threads}\n");
+    assert!(said(&with_threads(case(HEAT2D, "f64", "6"), 1)).contains("temporal blocking: 6 steps per sweep, 1 band on 1 thread\n"));
+    assert!(said(&with_threads(cavity("5"), 2)).contains("temporal blocking: 5 steps per sweep, 1 band on 2 threads\n"), "34 columns are too few for two bands of 10 levels");
+    assert!(said(&case(HEAT1D, "f32", "auto")).contains("temporal blocking: 32 steps per sweep"));
+    assert!(!said(&case(HEAT2D, "f64", "off")).contains("temporal blocking"));
+    let adi = heat_case("h", "heat2d: {n: 43, r: 2.0, method: adi}", "f64", "{end_step: 5}", "");
+    assert!(!said(&adi).contains("temporal blocking"), "the implicit methods are not blocked");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
 fn a_bad_temporal_block_is_refused() {
     let dir = scratch("tb_bad");
     for (value, needle) in [("0", "cpu.temporal_block: 0 steps"), ("fast", "auto, off or a number of steps"), ("2.5", "temporal_block")] {

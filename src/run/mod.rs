@@ -33,7 +33,13 @@ pub fn check(opts: &RunOptions) -> Result<String> {
     let dt = spec.nominal_dt();
     stop.check_limits(step, time, dt)?;
     let last = stop.last_step(step, time, dt);
-    Ok(report::check_text(&plan.case, plan.precision, &plan.out_dir, &describe, &stop, (step, last)))
+    let threads = match opts.threads.unwrap_or(plan.case.threads) {
+        0 => rayon::current_num_threads(),
+        n => n,
+    };
+    let tiling = spec.tiling(plan.precision, &plan.case.cpu, threads).map(|t| format!("{t} on {threads} thread{}", if threads == 1 { "" } else { "s" }));
+    let text = report::check_text(&plan.case, plan.precision, &plan.out_dir, &describe, &stop, (step, last));
+    Ok(text + &tiling.map(|t| format!("  temporal blocking: {t}\n")).unwrap_or_default())
 }
 
 /// `sim run`: returns the summary written to summary.json.

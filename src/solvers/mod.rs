@@ -17,6 +17,7 @@ use crate::case::{Backend, Case};
 use crate::cpu::CpuOptions;
 use crate::cuda::{Gpu, GpuOptions};
 use crate::error::{Result, input};
+use crate::numerics::temporal::Tiling;
 use crate::real::Precision;
 use crate::solver::{Clock, Solver, StateArray};
 
@@ -47,6 +48,11 @@ pub trait SolverSpec {
     fn describe(&self) -> Result<Vec<String>>;
     /// The solver at its initial condition, in `precision`, on `device`.
     fn build(&self, precision: Precision, device: &Device) -> Result<Box<dyn Solver>>;
+    /// The temporal blocking of the CPU kernels under `cpu` on `threads` threads; None for a
+    /// solver (or method) that steps one at a time.
+    fn tiling(&self, _precision: Precision, _cpu: &CpuOptions, _threads: usize) -> Option<Tiling> {
+        None
+    }
     /// Datasets of a checkpoint's /fields that [`SolverSpec::build_restart`] builds from.
     fn restart_inputs(&self) -> &'static [&'static str] {
         &[]

@@ -17,6 +17,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, SimError, input};
+use crate::cpu::CpuOptions;
 use crate::numerics::temporal::Tiling;
 use crate::real::{Precision, Real};
 use crate::solver::{
@@ -191,6 +192,10 @@ impl SolverSpec for CavityParams {
     }
     fn build(&self, precision: Precision, device: &Device) -> Result<Box<dyn Solver>> {
         crate::in_precision!(precision, |T| Cavity::<T>::new(self).on(device))
+    }
+    fn tiling(&self, precision: Precision, cpu: &CpuOptions, threads: usize) -> Option<Tiling> {
+        // A level is u, v, p (or the predicted three); a step is two levels.
+        cpu.temporal_block.tiling(self.n, 3 * precision.bytes(), 2, threads)
     }
 }
 
@@ -410,9 +415,7 @@ impl<T: Real> Cavity<T> {
     /// time as `cpu.temporal_block` says, for the threads of the current pool).
     pub fn on(mut self, device: &Device) -> Result<Self> {
         if let Device::Cpu(opts) = device {
-            // A level is u, v, p (or the predicted three); a step is two levels.
-            let node_bytes = 3 * size_of::<T>();
-            self.tiling = opts.temporal_block.tiling(self.grid.n[0], node_bytes, 2, rayon::current_num_threads());
+            self.tiling = self.params.tiling(T::PRECISION, opts, rayon::current_num_threads());
         }
         if let Device::Cuda(gpu, opts) = device {
             let [nx, ny] = self.grid.n;

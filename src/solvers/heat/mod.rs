@@ -20,6 +20,7 @@ use crate::real::{Precision, Real};
 use crate::solver::{
     ArraySpec, Grid, Location, Mesh, NonFinite, OutField, Place, Solver, StateArray, first_non_finite, take_array,
 };
+use crate::cpu::CpuOptions;
 use crate::solvers::{Device, Registered, SolverSpec};
 use crate::validate::{count, positive};
 pub use implicit::{Method, TridiagonalSolver};
@@ -189,7 +190,11 @@ impl SolverSpec for Heat1dParams {
         Ok(self.setup().describe())
     }
     fn build(&self, precision: Precision, device: &Device) -> Result<Box<dyn Solver>> {
-        crate::in_precision!(precision, |T| Heat::<T>::heat1d(self).on(device))
+        crate::in_precision!(precision, |T| Heat::<T>::heat1d(self).on(device, self))
+    }
+    fn tiling(&self, precision: Precision, cpu: &CpuOptions, threads: usize) -> Option<Tiling> {
+        let explicit = self.method == Method::Explicit;
+        explicit.then(|| cpu.temporal_block.tiling_1d(self.n, precision.bytes(), threads)).flatten()
     }
 }
 
@@ -230,7 +235,11 @@ impl SolverSpec for Heat2dParams {
         Ok(self.setup().describe())
     }
     fn build(&self, precision: Precision, device: &Device) -> Result<Box<dyn Solver>> {
-        crate::in_precision!(precision, |T| Heat::<T>::heat2d(self).on(device))
+        crate::in_precision!(precision, |T| Heat::<T>::heat2d(self).on(device, self))
+    }
+    fn tiling(&self, precision: Precision, cpu: &CpuOptions, threads: usize) -> Option<Tiling> {
+        let explicit = self.method == Method::Explicit;
+        explicit.then(|| cpu.temporal_block.tiling(self.n, precision.bytes(), 1, threads)).flatten()
     }
 }
 
@@ -375,14 +384,10 @@ impl<T: Real> Heat<T> {
     }
 
     /// Move the field to `device` (the CPU keeps it where it is, and blocks the explicit steps
-    /// in time as `cpu.temporal_block` says, for the threads of the current pool).
-    pub fn on(mut self, device: &Device) -> Result<Self> {
+    /// in time as `spec` says for `cpu.temporal_block` and the threads of the current pool).
+    pub fn on(mut self, device: &Device, spec: &dyn SolverSpec) -> Result<Self> {
         if let (Device::Cpu(opts), Engine::Cpu { tiling, .. }) = (device, &mut self.engine) {
-            let (block, threads) = (opts.temporal_block, rayon::current_num_threads());
-            *tiling = match self.grid.n {
-                [n, 1] => block.tiling_1d(n, size_of::<T>(), threads),
-                [nx, _] => block.tiling(nx, size_of::<T>(), 1, threads),
-            };
+            *tiling = spec.tiling(T::PRECISION, opts, rayon::current_num_threads());
         }
         if let Device::Cuda(gpu, opts) = device {
             let [bx, by] = opts.block;

@@ -243,14 +243,25 @@ pub(super) struct Fv<T: Real, O> {
     exterior: Option<Q<T>>,
 }
 
-/// [`Operator::band`], in AVX2 code where the CPU has it: the same operations (Rust contracts
-/// no multiply-adds), so the same bits, on twice the vector width.
+/// [`Operator::band`], in AVX-512F or AVX2 code where the CPU has it: the same operations
+/// (Rust contracts no multiply-adds), so the same bits, on four or two times the vector width.
 fn band<T: Real, O: Operator<T>>(op: &O, grid: &Grid<T>, q: &Q<T>, rows: Range<usize>, emit: &mut dyn FnMut(usize, [&[T]; 3])) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512f") {
+        // SAFETY: the CPU supports AVX-512F (checked just above).
+        return unsafe { band_avx512(op, grid, q, rows, emit) };
+    }
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU supports AVX2 (checked just above).
         return unsafe { band_avx2(op, grid, q, rows, emit) };
     }
+    op.band(grid, q, rows, emit)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn band_avx512<T: Real, O: Operator<T>>(op: &O, grid: &Grid<T>, q: &Q<T>, rows: Range<usize>, emit: &mut dyn FnMut(usize, [&[T]; 3])) {
     op.band(grid, q, rows, emit)
 }
 

@@ -169,21 +169,36 @@ pub enum FluxKind {
 
 #[inline]
 pub fn flux(kind: FluxKind, w: V4, nx: f64, ny: f64) -> V4 {
-    let (t, n) = match kind {
-        FluxKind::GxPos | FluxKind::GxNeg => (true, false),
-        FluxKind::GyPos | FluxKind::GyNeg => (false, true),
-        _ => (true, true),
-    };
-    let k = kinetic_part(w, nx, ny, t, n);
+    let (t, n) = kind.directions();
+    flux_of(kind, &kinetic_part(w, nx, ny, t, n))
+}
+
+impl FluxKind {
+    /// Whether the flux needs the error-function terms along t and along n.
+    #[inline]
+    pub fn directions(self) -> (bool, bool) {
+        match self {
+            FluxKind::GxPos | FluxKind::GxNeg => (true, false),
+            FluxKind::GyPos | FluxKind::GyNeg => (false, true),
+            _ => (true, true),
+        }
+    }
+}
+
+/// The flux `kind` from a kinetic state that has at least its [`FluxKind::directions`]: the
+/// terms of each direction are computed the same way whichever others are, so one state can
+/// serve several kinds with the bits of [`flux`].
+#[inline]
+pub fn flux_of(kind: FluxKind, k: &Kinetic) -> V4 {
     match kind {
-        FluxKind::GxPos => gx_split(&k, 1.0),
-        FluxKind::GxNeg => gx_split(&k, -1.0),
-        FluxKind::GyPos => gy_split(&k, 1.0),
-        FluxKind::GyNeg => gy_split(&k, -1.0),
-        FluxKind::GxI => quadrant(&k, -1.0, -1.0),
-        FluxKind::GxII => quadrant(&k, 1.0, -1.0),
-        FluxKind::GxIII => quadrant(&k, 1.0, 1.0),
-        FluxKind::GxIV => quadrant(&k, -1.0, 1.0),
+        FluxKind::GxPos => gx_split(k, 1.0),
+        FluxKind::GxNeg => gx_split(k, -1.0),
+        FluxKind::GyPos => gy_split(k, 1.0),
+        FluxKind::GyNeg => gy_split(k, -1.0),
+        FluxKind::GxI => quadrant(k, -1.0, -1.0),
+        FluxKind::GxII => quadrant(k, 1.0, -1.0),
+        FluxKind::GxIII => quadrant(k, 1.0, 1.0),
+        FluxKind::GxIV => quadrant(k, -1.0, 1.0),
     }
 }
 

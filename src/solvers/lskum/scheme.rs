@@ -226,10 +226,18 @@ impl FluxInput<'_> {
             let w = k::ls_weight(dx, dy, self.set.power);
             let wi = k::prim_of_q(self.reconstruct(i, i, dx, dy));
             let wk = k::prim_of_q(self.reconstruct(kk, i, dx, dy));
+            // One kinetic state per end of the edge, with the directions of every stencil the
+            // edge is in (the same bits per kind as computing it per stencil).
+            let (mut t, mut n) = (false, false);
+            for m in (0..4).filter(|&m| member[m]) {
+                let (tm, nm) = kinds[m].directions();
+                (t, n) = (t || tm, n || nm);
+            }
+            let (ki, kk_) = (k::kinetic_part(wi, nx, ny, t, n), k::kinetic_part(wk, nx, ny, t, n));
             for m in 0..4 {
                 if member[m] {
-                    let gi = k::flux(kinds[m], wi, nx, ny);
-                    let gk = k::flux(kinds[m], wk, nx, ny);
+                    let gi = k::flux_of(kinds[m], &ki);
+                    let gk = k::flux_of(kinds[m], &kk_);
                     let df = [gk[0] - gi[0], gk[1] - gi[1], gk[2] - gi[2], gk[3] - gi[3]];
                     ls[m].add(ds, dn, w, &df);
                 }

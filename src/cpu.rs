@@ -67,8 +67,8 @@ impl TemporalBlock {
     }
 
     /// The tiling of a line of `n` values of `bytes` each on `threads` threads; None when off.
-    /// Bands whose two level buffers fill an eighth of one core's L2 cache (16 Ki values of
-    /// f64 on a 1 MiB L2), at least one per thread; `auto` takes 32 steps per sweep.
+    /// Bands of an eighth of one core's L2 cache per level buffer (16 Ki values of f64 on a
+    /// 1 MiB L2), at least one per thread; `auto` takes 32 steps per sweep.
     pub fn tiling_1d(self, n: usize, bytes: usize, threads: usize) -> Option<Tiling> {
         let depth = match self {
             TemporalBlock::Off => return None,

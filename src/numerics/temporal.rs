@@ -25,7 +25,9 @@ use rayon::prelude::*;
 pub trait RowStencil: Sync {
     /// Compute level `t >= 1` of row `j` over `cols` (into buffer `t % 2`), reading level
     /// `t - 1` (buffer `(t - 1) % 2`) at rows `j - 1 ..= j + 1` and columns `cols` widened by
-    /// one on each side, clipped to the grid.
+    /// one on each side, clipped to the grid, and level `t - 2` only at the points it
+    /// replaces. A boundary row that copies row 1 (or `ny - 2`) of the same level is written
+    /// with that row; its own call does nothing.
     ///
     /// # Safety
     /// No other thread may write the values read, or touch the values written, while this
@@ -91,10 +93,10 @@ impl std::fmt::Display for Tiling {
     }
 }
 
-/// Advance `steps <= tiling.depth` levels of `stencil` over `ny` rows: level 0 is buffer 0,
-/// the result is in buffer `steps % 2`.
-pub fn sweep(stencil: &impl RowStencil, ny: usize, tiling: &Tiling, steps: usize) {
-    assert!(steps <= tiling.depth, "{steps} steps in a sweep of depth {}", tiling.depth);
+/// Advance `levels <= tiling.depth` levels of `stencil` over `ny` rows: level 0 is buffer 0,
+/// the result is in buffer `levels % 2`.
+pub fn sweep(stencil: &impl RowStencil, ny: usize, tiling: &Tiling, levels: usize) {
+    assert!(levels <= tiling.depth, "{levels} levels in a sweep of depth {}", tiling.depth);
     let e = &tiling.edges;
     assert!(
         (0..tiling.bands()).all(|b| {
@@ -104,18 +106,18 @@ pub fn sweep(stencil: &impl RowStencil, ny: usize, tiling: &Tiling, steps: usize
         "bands too narrow for depth {}: {e:?}",
         tiling.depth
     );
-    if steps == 0 {
+    if levels == 0 {
         return;
     }
-    (0..tiling.bands()).into_par_iter().for_each(|b| wavefront(stencil, ny, steps, |t| tiling.band(b, t)));
-    (1..tiling.bands()).into_par_iter().for_each(|e| wavefront(stencil, ny, steps, |t| tiling.strip(e, t)));
+    (0..tiling.bands()).into_par_iter().for_each(|b| wavefront(stencil, ny, levels, |t| tiling.band(b, t)));
+    (1..tiling.bands()).into_par_iter().for_each(|e| wavefront(stencil, ny, levels, |t| tiling.strip(e, t)));
 }
 
-/// Levels `1..=steps` of the region `cols(t)`, row by row along skewed fronts: at front `f`,
+/// Levels `1..=levels` of the region `cols(t)`, row by row along skewed fronts: at front `f`,
 /// level `t` of row `f - t + 1`, lowest level first.
-fn wavefront(stencil: &impl RowStencil, ny: usize, steps: usize, cols: impl Fn(usize) -> Range<usize>) {
-    for front in 0..ny + steps - 1 {
-        for t in 1..=steps {
+fn wavefront(stencil: &impl RowStencil, ny: usize, levels: usize, cols: impl Fn(usize) -> Range<usize>) {
+    for front in 0..ny + levels - 1 {
+        for t in 1..=levels {
             let Some(j) = (front + 1).checked_sub(t) else { break };
             let c = cols(t);
             if j < ny && !c.is_empty() {

@@ -11,13 +11,47 @@ use crate::error::Result;
 use crate::real::Real;
 use crate::solver::Grid;
 
+/// The temperature on a device: the current field and the buffer the next step writes
+/// (swapped after each step), with the stream that works on them. Shared by the explicit and
+/// the implicit engines.
+pub struct DeviceField<T> {
+    pub stream: Arc<CudaStream>,
+    pub temp: CudaSlice<T>,
+    pub next: CudaSlice<T>,
+}
+
+impl<T: Real> DeviceField<T> {
+    /// `init` uploaded, and a second buffer of its length.
+    pub fn new(gpu: &Gpu, init: &[T]) -> Result<Self> {
+        let stream = gpu.stream.clone();
+        let temp = stream.clone_htod(init).map_err(driver_err("upload"))?;
+        let next = stream.alloc_zeros::<T>(init.len()).map_err(driver_err("allocation"))?;
+        Ok(DeviceField { stream, temp, next })
+    }
+
+    /// Block until the queued kernels have finished.
+    pub fn wait(&self) -> Result<()> {
+        self.stream.synchronize().map_err(driver_err("synchronize"))
+    }
+
+    pub fn download(&self, out: &mut [T]) -> Result<()> {
+        self.stream.memcpy_dtoh(&self.temp, out).map_err(driver_err("download"))
+    }
+
+    pub fn upload(&mut self, v: &[T]) -> Result<()> {
+        self.stream.memcpy_htod(v, &mut self.temp).map_err(driver_err("upload"))
+    }
+
+    /// Make the buffer just written the current field.
+    pub fn swap(&mut self) {
+        std::mem::swap(&mut self.temp, &mut self.next);
+    }
+}
+
 pub struct HeatCuda<T: Real> {
-    stream: Arc<CudaStream>,
+    pub field: DeviceField<T>,
     func: CudaFunction,
     cfg: LaunchConfig,
-    /// Current field and the buffer the next step writes; swapped after each step.
-    temp: CudaSlice<T>,
-    next: CudaSlice<T>,
     nx: i32,
     ny: i32,
 }
@@ -42,35 +76,20 @@ impl<T: Real> HeatCuda<T> {
         };
         let func = kernels.get(kernel);
         gpu.allow_shared(&func, cfg.shared_mem_bytes, opts.block)?;
-        let stream = gpu.stream.clone();
-        let temp = stream.clone_htod(init).map_err(driver_err("upload"))?;
-        let next = stream.alloc_zeros::<T>(init.len()).map_err(driver_err("allocation"))?;
-        Ok(HeatCuda { stream, func, cfg, temp, next, nx: nx as i32, ny: ny as i32 })
+        Ok(HeatCuda { field: DeviceField::new(gpu, init)?, func, cfg, nx: nx as i32, ny: ny as i32 })
     }
 
     /// One step with stability number `r` (the stage order of [`kernels::step`]).
     pub fn step(&mut self, r: T) -> Result<()> {
         kernels::step(self, r)
     }
-
-    /// Block until the queued kernels have finished.
-    pub fn wait(&self) -> Result<()> {
-        self.stream.synchronize().map_err(driver_err("synchronize"))
-    }
-
-    pub fn download(&self, out: &mut [T]) -> Result<()> {
-        self.stream.memcpy_dtoh(&self.temp, out).map_err(driver_err("download"))
-    }
-
-    pub fn upload(&mut self, v: &[T]) -> Result<()> {
-        self.stream.memcpy_htod(v, &mut self.temp).map_err(driver_err("upload"))
-    }
 }
 
 impl<T: Real> Stages<T> for HeatCuda<T> {
     fn ftcs(&mut self, r: T) -> Result<()> {
-        let mut b = self.stream.launch_builder(&self.func);
-        b.arg(&self.temp).arg(&mut self.next).arg(&self.nx);
+        let f = &mut self.field;
+        let mut b = f.stream.launch_builder(&self.func);
+        b.arg(&f.temp).arg(&mut f.next).arg(&self.nx);
         if self.ny > 1 {
             b.arg(&self.ny);
         }
@@ -81,6 +100,6 @@ impl<T: Real> Stages<T> for HeatCuda<T> {
     }
 
     fn swap(&mut self) {
-        std::mem::swap(&mut self.temp, &mut self.next);
+        self.field.swap();
     }
 }

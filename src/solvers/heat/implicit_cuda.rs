@@ -2,10 +2,9 @@
 //! (the function that orders the CPU stages too) from `kernels/tridiag.cu`, with the
 //! factorisations the CPU computes ([`Factors::along_x`], [`Thomas::new`]) uploaded.
 
-use std::sync::Arc;
+use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
 
-use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
-
+use super::cuda::DeviceField;
 use super::implicit::{self, Axis, Factors, Flow, ImplicitStages, Method, TridiagonalSolver};
 use crate::cuda::{Gpu, GpuOptions, Kernel, Kernels, TridiagKernel, driver_err};
 use crate::error::{Result, SimError};
@@ -67,15 +66,12 @@ fn int(x: usize) -> i32 {
 }
 
 pub struct CudaImplicit<T: Real> {
-    stream: Arc<CudaStream>,
+    pub field: DeviceField<T>,
     kernels: Kernels<TridiagKernel>,
     /// Threads per block of the one-dimensional launches, and the block of the 2D ones.
     block: [u32; 2],
     /// The grid of the 2D explicit halves.
     grid_2d: (u32, u32, u32),
-    /// The current field and the second buffer.
-    temp: CudaSlice<T>,
-    next: CudaSlice<T>,
     nx: usize,
     ny: usize,
     method: Method,
@@ -102,16 +98,11 @@ impl<T: Real> CudaImplicit<T> {
         let kernels = gpu.kernels::<TridiagKernel>(T::PRECISION, opts.fast_math)?;
         let [nx, ny] = grid.n;
         let grid_2d = if ny > 1 { gpu.grid_2d(nx, ny, opts.block)? } else { (1, 1, 1) };
-        let stream = gpu.stream.clone();
-        let temp = stream.clone_htod(init).map_err(driver_err("upload"))?;
-        let next = stream.alloc_zeros::<T>(init.len()).map_err(driver_err("allocation"))?;
         Ok(CudaImplicit {
-            stream,
+            field: DeviceField::new(gpu, init)?,
             kernels,
             block: opts.block,
             grid_2d,
-            temp,
-            next,
             nx,
             ny,
             method,
@@ -154,7 +145,7 @@ impl<T: Real> CudaImplicit<T> {
     fn upload_thomas(&self, t: &Thomas<T>) -> Result<DeviceThomas<T>> {
         let (mut lower, mut inv, mut up) = (Vec::new(), Vec::new(), Vec::new());
         let k = flatten_thomas(t, &mut lower, &mut inv, &mut up);
-        let h = |v: &[T]| self.stream.clone_htod(v).map_err(driver_err("factor upload"));
+        let h = |v: &[T]| self.field.stream.clone_htod(v).map_err(driver_err("factor upload"));
         Ok(DeviceThomas { lower: h(&lower)?, inv: h(&inv)?, up: h(&up)?, k })
     }
 
@@ -172,36 +163,23 @@ impl<T: Real> CudaImplicit<T> {
         // Empty windows still need a device allocation to pass.
         v.push(T::zero());
         w.push(T::zero());
-        let h = |v: &[T]| self.stream.clone_htod(v).map_err(driver_err("factor upload"));
+        let h = |v: &[T]| self.field.stream.clone_htod(v).map_err(driver_err("factor upload"));
         let p = parts.len();
         Ok(DeviceSpike {
             p: int(p),
-            meta: self.stream.clone_htod(&meta).map_err(driver_err("factor upload"))?,
+            meta: self.field.stream.clone_htod(&meta).map_err(driver_err("factor upload"))?,
             lower: h(&lower)?,
             inv: h(&inv)?,
             up: h(&up)?,
             v: h(&v)?,
             w: h(&w)?,
-            bottom: self.stream.alloc_zeros::<T>(p).map_err(driver_err("allocation"))?,
-            top: self.stream.alloc_zeros::<T>(p).map_err(driver_err("allocation"))?,
+            bottom: self.field.stream.alloc_zeros::<T>(p).map_err(driver_err("allocation"))?,
+            top: self.field.stream.alloc_zeros::<T>(p).map_err(driver_err("allocation"))?,
         })
     }
 
     fn func(&self, k: TridiagKernel) -> CudaFunction {
         self.kernels.get(k)
-    }
-
-    /// Block until the queued kernels have finished.
-    pub fn wait(&self) -> Result<()> {
-        self.stream.synchronize().map_err(driver_err("synchronize"))
-    }
-
-    pub fn download(&self, out: &mut [T]) -> Result<()> {
-        self.stream.memcpy_dtoh(&self.temp, out).map_err(driver_err("download"))
-    }
-
-    pub fn upload(&mut self, v: &[T]) -> Result<()> {
-        self.stream.memcpy_htod(v, &mut self.temp).map_err(driver_err("upload"))
     }
 }
 
@@ -224,11 +202,12 @@ impl<T: Real> ImplicitStages<T> for CudaImplicit<T> {
             (TridiagKernel::Explicit2d, LaunchConfig { grid_dim: self.grid_2d, block_dim: (bx, by, 1), shared_mem_bytes: 0 })
         };
         let func = self.func(kernel);
+        let f = &mut self.field;
         let (src, dst) = match flow {
-            Flow::TempToNext => (&self.temp, &mut self.next),
-            Flow::NextToTemp => (&self.next, &mut self.temp),
+            Flow::TempToNext => (&f.temp, &mut f.next),
+            Flow::NextToTemp => (&f.next, &mut f.temp),
         };
-        let mut b = self.stream.launch_builder(&func);
+        let mut b = f.stream.launch_builder(&func);
         b.arg(src).arg(dst).arg(&nx);
         let stride = if axis == Axis::X { 1 } else { nx };
         if self.ny > 1 {
@@ -240,13 +219,13 @@ impl<T: Real> ImplicitStages<T> for CudaImplicit<T> {
 
     fn implicit_half(&mut self, axis: Axis, flow: Flow) -> Result<()> {
         let (nx, ny, bx) = (self.nx, self.ny, self.block[0]);
-        let stream = self.stream.clone();
+        let stream = self.field.stream.clone();
         let (rows, inter) = (self.func(TridiagKernel::ThomasRows), self.func(TridiagKernel::ThomasInterleaved));
         let spike = [TridiagKernel::SpikeLocal, TridiagKernel::SpikeInterfaces, TridiagKernel::SpikeCorrections];
         let spike_funcs = spike.map(|k| self.func(k));
         let d = match flow {
-            Flow::TempToNext => &mut self.next,
-            Flow::NextToTemp => &mut self.temp,
+            Flow::TempToNext => &mut self.field.next,
+            Flow::NextToTemp => &mut self.field.temp,
         };
         match axis {
             Axis::X => {
@@ -296,6 +275,6 @@ impl<T: Real> ImplicitStages<T> for CudaImplicit<T> {
     }
 
     fn swap(&mut self) {
-        std::mem::swap(&mut self.temp, &mut self.next);
+        self.field.swap();
     }
 }

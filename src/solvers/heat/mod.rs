@@ -515,9 +515,26 @@ impl<T: Real> Engine<T> {
         true
     }
 
+    /// The field on a device, if the steps run on one.
+    fn device(&self) -> Option<&cuda::DeviceField<T>> {
+        match self {
+            Engine::Cuda(gpu) => Some(&gpu.field),
+            Engine::CudaImplicit { dev, .. } => Some(&dev.field),
+            Engine::Cpu { .. } | Engine::Implicit { .. } => None,
+        }
+    }
+
+    fn device_mut(&mut self) -> Option<&mut cuda::DeviceField<T>> {
+        match self {
+            Engine::Cuda(gpu) => Some(&mut gpu.field),
+            Engine::CudaImplicit { dev, .. } => Some(&mut dev.field),
+            Engine::Cpu { .. } | Engine::Implicit { .. } => None,
+        }
+    }
+
     /// Whether the field lives on the host, so that stepping keeps the host copy current.
     fn on_host(&self) -> bool {
-        !matches!(self, Engine::Cuda(_) | Engine::CudaImplicit { .. })
+        self.device().is_none()
     }
 
     /// The implicit method and why SPIKE fell back to Thomas, if it did (for the report).
@@ -609,21 +626,15 @@ impl<T: Real> Solver for Heat<T> {
     }
 
     fn sync(&mut self) -> Result<()> {
-        match &self.engine {
-            Engine::Cuda(gpu) => gpu.download(&mut self.temp)?,
-            Engine::CudaImplicit { dev, .. } => dev.download(&mut self.temp)?,
-            Engine::Cpu { .. } | Engine::Implicit { .. } => {}
+        if let Some(field) = self.engine.device() {
+            field.download(&mut self.temp)?;
         }
         self.host_current = true;
         Ok(())
     }
 
     fn wait(&mut self) -> Result<()> {
-        match &self.engine {
-            Engine::Cuda(gpu) => gpu.wait(),
-            Engine::CudaImplicit { dev, .. } => dev.wait(),
-            Engine::Cpu { .. } | Engine::Implicit { .. } => Ok(()),
-        }
+        self.engine.device().map_or(Ok(()), |field| field.wait())
     }
 
     fn backend(&self) -> String {
@@ -658,10 +669,8 @@ impl<T: Real> Solver for Heat<T> {
     fn restore(&mut self, step: u64, time: f64, mut arrays: Vec<StateArray>) -> Result<()> {
         let t = take_array::<T>(&mut arrays, "T", &crate::solver::shape_of(Place::NODE, &self.mesh()))?;
         self.temp.copy_from_slice(&t);
-        match &mut self.engine {
-            Engine::Cuda(gpu) => gpu.upload(&self.temp)?,
-            Engine::CudaImplicit { dev, .. } => dev.upload(&self.temp)?,
-            Engine::Cpu { .. } | Engine::Implicit { .. } => {}
+        if let Some(field) = self.engine.device_mut() {
+            field.upload(&self.temp)?;
         }
         self.host_current = true;
         self.step = step;

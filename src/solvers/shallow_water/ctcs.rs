@@ -488,14 +488,14 @@ impl<T: Real> Scheme<T> for Ctcs<T> {
         self.cur.cells(&self.h, &self.p)
     }
 
-    fn arrays(&self) -> Vec<(&'static str, Place, &Field<T>)> {
+    fn arrays(&self) -> Vec<(&'static str, Place, Field<T>)> {
         vec![
-            ("eta", ETA, &self.cur.eta),
-            ("hu", HU, &self.cur.hu),
-            ("hv", HV, &self.cur.hv),
-            ("eta_prev", ETA, &self.prev.eta),
-            ("hu_prev", HU, &self.prev.hu),
-            ("hv_prev", HV, &self.prev.hv),
+            ("eta", ETA, self.cur.eta.clone()),
+            ("hu", HU, self.cur.hu.clone()),
+            ("hv", HV, self.cur.hv.clone()),
+            ("eta_prev", ETA, self.prev.eta.clone()),
+            ("hu_prev", HU, self.prev.hu.clone()),
+            ("hv_prev", HV, self.prev.hv.clone()),
         ]
     }
 

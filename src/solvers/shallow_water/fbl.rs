@@ -332,8 +332,8 @@ impl<T: Real> Scheme<T> for Fbl<T> {
         self.cur.cells(&self.h, &self.p)
     }
 
-    fn arrays(&self) -> Vec<(&'static str, Place, &Field<T>)> {
-        vec![("eta", ETA, &self.cur.eta), ("hu", HU, &self.cur.hu), ("hv", HV, &self.cur.hv)]
+    fn arrays(&self) -> Vec<(&'static str, Place, Field<T>)> {
+        vec![("eta", ETA, self.cur.eta.clone()), ("hu", HU, self.cur.hu.clone()), ("hv", HV, self.cur.hv.clone())]
     }
 
     fn arrays_mut(&mut self) -> Vec<(&'static str, Place, &mut Field<T>)> {

@@ -412,9 +412,9 @@ impl<T: Real, O: Operator<T>> Scheme<T> for Fv<T, O> {
         Cells { eta: interior(&q.eta), hu: interior(&q.hu), hv: interior(&q.hv), depth: interior(&gr.bm) }
     }
 
-    fn arrays(&self) -> Vec<(&'static str, Place, &Field<T>)> {
+    fn arrays(&self) -> Vec<(&'static str, Place, Field<T>)> {
         let q = self.q();
-        vec![("eta", CELLS, &q.eta), ("hu", CELLS, &q.hu), ("hv", CELLS, &q.hv)]
+        vec![("eta", CELLS, q.eta.clone()), ("hu", CELLS, q.hu.clone()), ("hv", CELLS, q.hv.clone())]
     }
 
     fn arrays_mut(&mut self) -> Vec<(&'static str, Place, &mut Field<T>)> {

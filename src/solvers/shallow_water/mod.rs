@@ -9,6 +9,7 @@
 pub mod cdklm16;
 mod fv;
 pub mod ctcs;
+pub mod cuda;
 mod fd_boundary;
 pub mod fbl;
 pub mod grid;
@@ -29,7 +30,7 @@ use rayon::prelude::*;
 use crate::error::{Result, input};
 use crate::real::{Precision, Real};
 use crate::solver::{
-    ArraySpec, Grid, Location, Mesh, NonFinite, OutField, Solver, StateArray, first_non_finite, shape_of, take_array,
+    Grid, Location, Mesh, NonFinite, OutField, Solver, StateArray, first_non_finite, shape_of, take_array,
 };
 use crate::solvers::{Device, Registered, SolverSpec};
 
@@ -67,11 +68,11 @@ impl SolverSpec for ShallowWaterParams {
         lines.push(format!("stable time step of the initial state: {:.6e} s", s.scheme.dt_limit()));
         Ok(lines)
     }
+    fn has_cuda(&self) -> bool {
+        true
+    }
     fn build(&self, precision: Precision, device: &Device) -> Result<Box<dyn Solver>> {
-        if let Device::Cuda(..) = device {
-            return input("backend cuda: solver shallow_water has no CUDA kernels yet; use backend: cpu");
-        }
-        crate::in_precision!(precision, |T| ShallowWater::<T>::new(self))
+        crate::in_precision!(precision, |T| ShallowWater::<T>::on(self, device))
     }
     fn input_paths(&mut self) -> Vec<&mut PathBuf> {
         let mut paths = Vec::new();
@@ -146,17 +147,26 @@ pub struct ShallowWater<T: Real> {
 }
 
 impl<T: Real> ShallowWater<T> {
-    /// The case's initial state, checked: positive depth everywhere, a stable time step.
+    /// The case's initial state on the CPU, checked: positive depth everywhere, a stable time
+    /// step.
     pub fn new(params: &ShallowWaterParams) -> Result<Self> {
+        Self::on(params, &Device::Cpu(Default::default()))
+    }
+
+    /// The same on `device`.
+    pub fn on(params: &ShallowWaterParams, device: &Device) -> Result<Self> {
         let sources = init::Sources::new(params)?;
         let p = params.physics();
         let initial = sources.initial();
         let rk = params.time_integration;
-        let scheme: Box<dyn Scheme<T>> = match params.scheme {
-            SchemeName::Fbl => Box::new(fbl::Fbl::<T>::new(&p, &initial)),
-            SchemeName::Ctcs => Box::new(ctcs::Ctcs::<T>::new(&p, &initial)),
-            SchemeName::Cdklm16 => Box::new(cdklm16::Cdklm16::<T>::new(&p, &initial, rk, cdklm16::Op)),
-            SchemeName::Kp07 => Box::new(kp07::Kp07::<T>::new(&p, &initial, rk, kp07::Op)),
+        let scheme: Box<dyn Scheme<T>> = match device {
+            Device::Cuda(gpu, opts) => cuda::scheme(params.scheme, &p, &initial, rk, gpu, opts)?,
+            Device::Cpu(_) => match params.scheme {
+                SchemeName::Fbl => Box::new(fbl::Fbl::<T>::new(&p, &initial)),
+                SchemeName::Ctcs => Box::new(ctcs::Ctcs::<T>::new(&p, &initial)),
+                SchemeName::Cdklm16 => Box::new(cdklm16::Cdklm16::<T>::new(&p, &initial, rk, cdklm16::Op)),
+                SchemeName::Kp07 => Box::new(kp07::Kp07::<T>::new(&p, &initial, rk, kp07::Op)),
+            },
         };
         let grid = Grid { n: [p.nx, p.ny], origin: [0.0, 0.0], spacing: [p.dx, p.dy] };
         let mut sw = ShallowWater {
@@ -183,7 +193,7 @@ impl<T: Real> ShallowWater<T> {
 
     /// The scheme's arrays (ghosts included), by name: `eta`, `hu`, `hv`, and for CTCS the
     /// previous level `eta_prev`, `hu_prev`, `hv_prev`.
-    pub fn array(&self, name: &str) -> Option<&grid::Field<T>> {
+    pub fn array(&self, name: &str) -> Option<grid::Field<T>> {
         self.scheme.arrays().into_iter().find(|(n, ..)| *n == name).map(|(_, _, f)| f)
     }
 
@@ -342,12 +352,7 @@ impl<T: Real> Solver for ShallowWater<T> {
     fn state(&self) -> Vec<StateArray> {
         let mesh = self.mesh();
         let arrays = self.scheme.arrays();
-        arrays.into_iter().map(|(name, place, f)| StateArray::field(name, place, &mesh, T::wrap(f.v.clone()))).collect()
-    }
-
-    fn state_layout(&self) -> Vec<ArraySpec> {
-        let mesh = self.mesh();
-        self.scheme.arrays().into_iter().map(|(name, place, _)| ArraySpec::field(name, place, &mesh, T::PRECISION)).collect()
+        arrays.into_iter().map(|(name, place, f)| StateArray::field(name, place, &mesh, T::wrap(f.v))).collect()
     }
 
     fn restore(&mut self, step: u64, time: f64, mut arrays: Vec<StateArray>) -> Result<()> {
@@ -355,6 +360,7 @@ impl<T: Real> Solver for ShallowWater<T> {
         for (name, place, field) in self.scheme.arrays_mut() {
             field.v = take_array::<T>(&mut arrays, name, &shape_of(place, &mesh))?;
         }
+        self.scheme.restored()?;
         self.step = step;
         self.time = time;
         self.check_depth()?;

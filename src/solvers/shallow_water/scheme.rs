@@ -37,8 +37,13 @@ pub trait Scheme<T: Real>: Send {
     fn dt_limit(&self) -> f64;
     /// Interior cell-centre values for output and diagnostics.
     fn cells(&self) -> Cells<T>;
-    /// Every array a bit-exact restart needs, with its place on the cell grid.
-    fn arrays(&self) -> Vec<(&'static str, Place, &Field<T>)>;
-    /// The same arrays, to restore them.
+    /// Copies of every array a bit-exact restart needs, with its place on the cell grid (a
+    /// device scheme downloads them).
+    fn arrays(&self) -> Vec<(&'static str, Place, Field<T>)>;
+    /// The same arrays on the host, to restore them; [`Scheme::restored`] follows.
     fn arrays_mut(&mut self) -> Vec<(&'static str, Place, &mut Field<T>)>;
+    /// The arrays of [`Scheme::arrays_mut`] have been rewritten (a device scheme uploads them).
+    fn restored(&mut self) -> crate::error::Result<()> {
+        Ok(())
+    }
 }

@@ -1,0 +1,28 @@
+//! The shallow-water schemes on a CUDA device: the kernels of `kernels/shallow_water_*.cu`
+//! behind the same [`Scheme`] interface as the CPU schemes, bitwise equal to them.
+
+use std::sync::Arc;
+
+use crate::cuda::{Gpu, GpuOptions};
+use crate::error::{Result, input};
+use crate::numerics::rk;
+use crate::real::Real;
+
+use super::grid::Physics;
+use super::params::SchemeName;
+use super::scheme::{Initial, Scheme};
+
+/// Scheme `name` on `gpu`, from the initial state `init`.
+pub fn scheme<T: Real>(
+    name: SchemeName,
+    _p: &Physics,
+    _init: &Initial,
+    _rk: rk::Scheme,
+    _gpu: &Arc<Gpu>,
+    _opts: &GpuOptions,
+) -> Result<Box<dyn Scheme<T>>> {
+    input(format!(
+        "backend cuda: scheme {} of solver shallow_water has no CUDA kernels yet; use backend: cpu",
+        name.name()
+    ))
+}

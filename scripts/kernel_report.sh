@@ -11,10 +11,13 @@ if ! command -v nvcc >/dev/null; then
   export PATH="$wheel/bin:$PATH"
 fi
 for cu in kernels/*.cu; do
+  # The headers src/cuda.rs compiles in front of the file.
+  headers=(-include kernels/common.cuh)
+  case $cu in kernels/shallow_water_*) headers+=(-include kernels/shallow_water.cuh) ;; esac
   for real in float double; do
     echo "== $cu REAL=$real $arch"
     # Same options as the run-time NVRTC compilation (no fast math: --fmad=false).
-    nvcc -cubin -arch="$arch" -Xptxas -v --fmad=false -DREAL="$real" -include kernels/common.cuh \
+    nvcc -cubin -arch="$arch" -Xptxas -v --fmad=false -DREAL="$real" "${headers[@]}" \
       -o /dev/null "$cu" 2>&1 | grep -E "Compiling entry|registers|spill" | sed 's/^ptxas info *: //'
   done
 done

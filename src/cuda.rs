@@ -187,9 +187,17 @@ pub fn nvrtc_options(precision: Precision, arch: &str, fast_math: bool) -> Vec<S
     o
 }
 
+/// Header compiled after [`COMMON`] in front of the shallow-water files (`shallow_water_*`).
+pub const SHALLOW_WATER: &str = include_str!("../kernels/shallow_water.cuh");
+
+/// The headers compiled in front of kernel file `name`.
+pub fn headers(name: &str) -> String {
+    if name.starts_with("shallow_water_") { format!("{COMMON}\n{SHALLOW_WATER}") } else { COMMON.to_string() }
+}
+
 /// The full source of kernel file `name`.
 pub fn source(name: &str) -> Option<String> {
-    KERNELS.iter().find(|(n, _)| *n == name).map(|(_, s)| format!("{COMMON}\n{s}"))
+    KERNELS.iter().find(|(n, _)| *n == name).map(|(_, s)| format!("{}\n{s}", headers(name)))
 }
 
 /// Run `f`, turning a panic of cudarc's library loader (a missing library or symbol) into an

@@ -21,6 +21,16 @@ pub fn scheme<T: Real>(
     _gpu: &Arc<Gpu>,
     _opts: &GpuOptions,
 ) -> Result<Box<dyn Scheme<T>>> {
+    match name {
+        // The finite-difference schemes on the C grid.
+        SchemeName::Fbl | SchemeName::Ctcs => not_yet(name),
+
+        // The finite-volume schemes.
+        SchemeName::Cdklm16 | SchemeName::Kp07 => not_yet(name),
+    }
+}
+
+fn not_yet<T>(name: SchemeName) -> Result<T> {
     input(format!(
         "backend cuda: scheme {} of solver shallow_water has no CUDA kernels yet; use backend: cpu",
         name.name()

@@ -14,7 +14,7 @@ use crate::real::{Precision, Real};
 use crate::solver::{Clock, Mesh, Solver};
 use crate::solvers::{Device, SOLVERS};
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct BenchOptions {
     pub backend: Backend,
     /// Kernel variant and block shape for the CUDA back end.
@@ -35,6 +35,8 @@ pub struct BenchOptions {
     pub batch: Option<usize>,
     /// `tridiag`: `thomas` or `spike`.
     pub solver: Option<String>,
+    /// `lskum`: the order the solver holds the points in (default: the case default).
+    pub renumber: Option<crate::solvers::lskum::Renumber>,
 }
 
 /// Names `sim bench` accepts.
@@ -47,6 +49,9 @@ pub fn bench(o: &BenchOptions) -> Result<serde_json::Value> {
     let tridiag = o.name == "tridiag";
     if !tridiag && (o.batch.is_some() || o.solver.is_some()) {
         return input("--batch and --solver belong to sim bench tridiag");
+    }
+    if o.renumber.is_some() && o.name != "lskum" {
+        return input("--renumber belongs to sim bench lskum");
     }
     if tridiag && o.backend == Backend::Cuda {
         return input("bench tridiag: the tridiagonal solvers are timed on the CPU (--backend cpu)");
@@ -80,7 +85,7 @@ pub fn bench(o: &BenchOptions) -> Result<serde_json::Value> {
             return crate::bench_tridiag::bench(o);
         }
         let solver = match entry {
-            Some(e) => Some((e.bench)(size, o.scheme.as_deref(), o.precision, &device)?),
+            Some(e) => Some((e.bench)(size, o, &device)?),
             None => None,
         };
         let mesh = solver.as_ref().map(|s| s.mesh());
@@ -172,6 +177,10 @@ fn kernel_figures(s: &mut dyn Solver, o: &BenchOptions, copy_bw: f64) -> Result<
     });
     if matches!(s.mesh(), Mesh::Points(_)) {
         k["rdp_s"] = (t / n).into();
+        // The order the points were held in.
+        if let Some(r) = s.report().get("renumber") {
+            k["renumber"] = r.clone();
+        }
     }
     Ok(k)
 }
@@ -308,7 +317,8 @@ pub fn text(v: &serde_json::Value) -> String {
             100.0 * f(&k["fraction_of_copy"]),
         );
         if let Some(rdp) = k["rdp_s"].as_f64() {
-            s += &format!("  RDP = {rdp:.4e} s (seconds per iteration and point)\n");
+            let order = k["renumber"].as_str().map(|r| format!(", points in {r} order")).unwrap_or_default();
+            s += &format!("  RDP = {rdp:.4e} s (seconds per iteration and point{order})\n");
         }
     }
     s

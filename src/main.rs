@@ -127,6 +127,9 @@ enum Command {
         /// tridiag: thomas (batched systems) or spike (one system).
         #[arg(long)]
         solver: Option<String>,
+        /// lskum: the order the solver holds the points in (default hilbert).
+        #[arg(long, value_enum)]
+        renumber: Option<sim::solvers::lskum::Renumber>,
     },
 }
 
@@ -173,6 +176,7 @@ fn main() -> ExitCode {
             temporal_block,
             batch,
             solver,
+            renumber,
         } => {
             let backend = match backend {
                 Backend::Auto if sim::cuda::Gpu::open().is_ok() => Backend::Cuda,
@@ -183,7 +187,9 @@ fn main() -> ExitCode {
                 [bx, by] => {
                     let gpu = GpuOptions { variant, block: [bx, by], fast_math: false };
                     let cpu = sim::cpu::CpuOptions { temporal_block };
-                    let o = BenchOptions { backend, gpu, cpu, name, size, scheme, precision, threads, seconds, batch, solver };
+                    let o = BenchOptions {
+                        backend, gpu, cpu, name, size, scheme, precision, threads, seconds, batch, solver, renumber,
+                    };
                     bench::bench(&o).map(|v| {
                         if json {
                             println!("{}", serde_json::to_string_pretty(&v).expect("json"));

@@ -357,7 +357,7 @@ mod tests {
         for e in SOLVERS {
             let size = if e.name == "lskum" { 1000 } else { 9 };
             for precision in [Precision::F32, Precision::F64] {
-                let Ok(s) = (e.bench)(size, None, precision, &Device::Cpu(Default::default())) else {
+                let Ok(s) = (e.bench)(size, &crate::bench::BenchOptions { precision, ..Default::default() }, &Device::Cpu(Default::default())) else {
                     assert_eq!((e.name, precision), ("lskum", Precision::F32), "bench problem of {} failed", e.name);
                     continue;
                 };

@@ -69,7 +69,7 @@ fn every_registered_solver_builds_its_bench_problem() {
     use sim::solver::Solver;
     for e in sim::solvers::SOLVERS {
         let size = if e.name == "lskum" { 2000 } else { 17 };
-        let mut s: Box<dyn Solver> = (e.bench)(size, None, sim::real::Precision::F64, &sim::solvers::Device::Cpu(Default::default())).unwrap();
+        let mut s: Box<dyn Solver> = (e.bench)(size, &sim::bench::BenchOptions { precision: sim::real::Precision::F64, ..Default::default() }, &sim::solvers::Device::Cpu(Default::default())).unwrap();
         assert_eq!(s.kind(), e.name);
         let dt = s.propose_dt().unwrap();
         s.advance(dt).unwrap();

@@ -18,6 +18,7 @@ use crate::cpu::CpuOptions;
 use crate::cuda::{Gpu, GpuOptions};
 use crate::error::{Result, input};
 use crate::numerics::temporal::Tiling;
+use crate::bench::BenchOptions;
 use crate::real::Precision;
 use crate::solver::{Clock, Solver, StateArray};
 
@@ -106,12 +107,13 @@ pub trait Registered: SolverSpec + Sized {
     /// Schemes `sim bench --scheme` chooses from (the first is the default); empty for a
     /// solver with one scheme.
     const SCHEMES: &'static [&'static str] = &[];
-    /// The problem `sim bench` times at `size`, with `scheme` (one of [`Registered::SCHEMES`]).
-    fn bench(size: usize, scheme: Option<&str>, precision: Precision, device: &Device) -> Result<Box<dyn Solver>>;
+    /// The problem `sim bench` times at `size`, with the scheme (one of
+    /// [`Registered::SCHEMES`]), precision and solver options of `o`.
+    fn bench(size: usize, o: &BenchOptions, device: &Device) -> Result<Box<dyn Solver>>;
 }
 
-/// [`Registered::bench`]: the problem `sim bench` times, from size, scheme, precision and device.
-pub type BenchProblem = fn(usize, Option<&str>, Precision, &Device) -> Result<Box<dyn Solver>>;
+/// [`Registered::bench`]: the problem `sim bench` times, from size, options and device.
+pub type BenchProblem = fn(usize, &BenchOptions, &Device) -> Result<Box<dyn Solver>>;
 
 /// One solver of the registry.
 pub struct Entry {

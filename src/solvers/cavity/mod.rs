@@ -23,6 +23,7 @@ use crate::real::{Precision, Real};
 use crate::solver::{
     ArraySpec, Grid, Location, Mesh, NonFinite, OutField, Place, Solver, StateArray, first_non_finite, take_array,
 };
+use crate::bench::BenchOptions;
 use crate::solvers::{Device, Registered, SolverSpec};
 use crate::validate::{count, positive};
 
@@ -203,9 +204,9 @@ impl Registered for CavityParams {
     const RESULT_FILES: &'static [&'static str] =
         &["centreline_u.csv", "centreline_v.csv", "profile_u.csv", "profile_v.csv"];
     /// Re = 1000, Ma = 0.1, dt from the spec's rule, starting from rest.
-    fn bench(n: usize, _scheme: Option<&str>, precision: Precision, device: &Device) -> Result<Box<dyn Solver>> {
+    fn bench(n: usize, o: &BenchOptions, device: &Device) -> Result<Box<dyn Solver>> {
         let p = CavityParams { n, re: 1000.0, lid_velocity: 1.0, mach: 0.1, dt: None, residual: ResidualControl::default() };
-        p.validated_build(precision, device)
+        p.validated_build(o.precision, device)
     }
 }
 

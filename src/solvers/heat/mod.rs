@@ -21,6 +21,7 @@ use crate::solver::{
     ArraySpec, Grid, Location, Mesh, NonFinite, OutField, Place, Solver, StateArray, first_non_finite, take_array,
 };
 use crate::cpu::CpuOptions;
+use crate::bench::BenchOptions;
 use crate::solvers::{Device, Registered, SolverSpec};
 use crate::validate::{count, positive};
 pub use implicit::{Method, TridiagonalSolver};
@@ -200,9 +201,9 @@ impl SolverSpec for Heat1dParams {
 
 impl Registered for Heat1dParams {
     const BENCH_SIZE: usize = 1 << 24;
-    fn bench(n: usize, _scheme: Option<&str>, precision: Precision, device: &Device) -> Result<Box<dyn Solver>> {
+    fn bench(n: usize, o: &BenchOptions, device: &Device) -> Result<Box<dyn Solver>> {
         let p = Heat1dParams { n, r: 0.2, ..Heat1dParams::default() };
-        p.validated_build(precision, device)
+        p.validated_build(o.precision, device)
     }
 }
 
@@ -244,9 +245,9 @@ impl SolverSpec for Heat2dParams {
 }
 
 impl Registered for Heat2dParams {
-    fn bench(n: usize, _scheme: Option<&str>, precision: Precision, device: &Device) -> Result<Box<dyn Solver>> {
+    fn bench(n: usize, o: &BenchOptions, device: &Device) -> Result<Box<dyn Solver>> {
         let p = Heat2dParams { n, r: 0.2, ..Heat2dParams::default() };
-        p.validated_build(precision, device)
+        p.validated_build(o.precision, device)
     }
 }
 

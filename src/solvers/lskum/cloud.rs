@@ -55,6 +55,9 @@ pub struct Cloud {
     pub xneg: Csr,
     pub ypos: Csr,
     pub yneg: Csr,
+    /// `file[f]`: the index here of the file's point `f`; empty while the points are in file
+    /// order (see [`super::renumber`]).
+    pub file: Vec<u32>,
 }
 
 impl Cloud {
@@ -63,6 +66,13 @@ impl Cloud {
     }
     pub fn is_empty(&self) -> bool {
         self.x.is_empty()
+    }
+
+    /// The indices of the points in the order of the file (the order of outputs, checkpoints
+    /// and reductions).
+    pub fn file_order(&self) -> impl Iterator<Item = usize> + '_ {
+        let renumbered = !self.file.is_empty();
+        (0..self.len()).map(move |f| if renumbered { self.file[f] as usize } else { f })
     }
 
     /// Split the neighbour lists into the x+, x-, y+, y- stencils (spec 3.1), keeping the

@@ -26,6 +26,7 @@
 
 pub mod cloud;
 pub mod kernels;
+pub mod renumber;
 pub mod scheme;
 pub mod surface;
 
@@ -41,6 +42,7 @@ use crate::numerics::Scheme;
 
 pub use cloud::Cloud;
 pub use cloud_file::CloudFormat;
+pub use renumber::Renumber;
 pub use scheme::ForcePoints;
 use kernels::{Reconstruct, V4};
 use scheme::{Settings, State};
@@ -123,6 +125,9 @@ pub struct LskumParams {
     /// Points of the force integration.
     #[serde(default)]
     pub forces: ForceSet,
+    /// The order the solver holds the points in (outputs keep the file's order).
+    #[serde(default)]
+    pub renumber: Renumber,
 }
 
 fn default_cfl() -> f64 {
@@ -152,6 +157,7 @@ impl LskumParams {
             accuracy: Accuracy::Second,
             residue_drop: None,
             forces: ForceSet::Wall,
+            renumber: Renumber::default(),
         }
     }
 
@@ -179,6 +185,8 @@ impl LskumParams {
 /// The q-LSKUM solver on one cloud.
 pub struct Lskum {
     pub params: LskumParams,
+    /// The cloud in the solver's order (`params.renumber`); [`Lskum::file_cloud`] gives the
+    /// file's.
     pub cloud: Cloud,
     /// Triangles over the cloud for the `.vtu` output, made at the first output.
     surface: std::sync::OnceLock<Option<Vec<[u32; 3]>>>,
@@ -204,7 +212,13 @@ impl Lskum {
         Ok(Self::with_cloud(p, cloud))
     }
 
+    /// Start from the free stream on `cloud` (in file order).
     pub fn with_cloud(p: &LskumParams, cloud: Cloud) -> Self {
+        let cloud = match p.renumber {
+            Renumber::Hilbert => cloud.renumbered(&renumber::hilbert(&cloud)),
+            Renumber::Rcm => cloud.renumbered(&renumber::rcm(&cloud)),
+            Renumber::None => cloud,
+        };
         let set = p.settings();
         let st = State::new(cloud.len(), set.winf);
         Lskum {
@@ -250,9 +264,14 @@ impl Lskum {
     pub fn residual_norm(&self) -> f64 {
         self.res_last
     }
-    /// Primitive state (rho, u, v, p) per point.
-    pub fn prim(&self) -> &[V4] {
-        &self.st.prim
+    /// Primitive state (rho, u, v, p) per point, in file order.
+    pub fn prim(&self) -> Vec<V4> {
+        self.cloud.to_file_order(&self.st.prim)
+    }
+
+    /// The cloud in file order.
+    pub fn file_cloud(&self) -> Cloud {
+        self.cloud.in_file_order()
     }
     pub fn free_stream(&self) -> V4 {
         self.set.winf
@@ -276,9 +295,9 @@ impl Lskum {
         kernels::cp(self.st.prim[i][3], 1.0 / kernels::GAMMA, 1.0, self.params.mach)
     }
 
-    /// Wall points (flag_1 = 0) in cloud order.
-    pub fn wall_points(&self) -> Vec<usize> {
-        (0..self.cloud.len()).filter(|&i| self.cloud.flag[i] == cloud::WALL).collect()
+    /// Wall points (flag_1 = 0) in file order: (position in the file, index in the solver).
+    pub fn wall_points(&self) -> Vec<(usize, usize)> {
+        self.cloud.file_order().enumerate().filter(|&(_, i)| self.cloud.flag[i] == cloud::WALL).collect()
     }
 }
 
@@ -286,6 +305,7 @@ impl Lskum {
 
 use crate::real::{Precision, Values};
 use crate::solver::{Clock, Location, Mesh, NonFinite, OutField, Place, Solver, StateArray, take_array};
+use crate::bench::BenchOptions;
 use crate::solvers::{Device, Registered, SolverSpec};
 
 impl SolverSpec for LskumParams {
@@ -364,17 +384,18 @@ impl Registered for LskumParams {
     const RESULT_FILES: &'static [&'static str] = &["wall_cp.csv"];
     const BENCH_SIZE: usize = 100_000;
     /// M = 0.63, alpha = 2 deg on a generated quadtree NACA 0012 cloud of about `points` points.
-    fn bench(points: usize, _scheme: Option<&str>, precision: Precision, device: &Device) -> Result<Box<dyn Solver>> {
+    fn bench(points: usize, o: &BenchOptions, device: &Device) -> Result<Box<dyn Solver>> {
         if !(1000..=50_000_000).contains(&points) {
             return input(format!("--size {points}: choose 1000 .. 50 000 000 points"));
         }
-        if precision == Precision::F32 {
+        if o.precision == Precision::F32 {
             return input("--precision f32: the lskum solver runs in f64 only");
         }
         if matches!(device, Device::Cuda(..)) {
             return input("--backend cuda: solver lskum has no CUDA kernels yet");
         }
-        let p = LskumParams::with_cloud("generated", CloudFormat::Sim, 0.63, 2.0);
+        let mut p = LskumParams::with_cloud("generated", CloudFormat::Sim, 0.63, 2.0);
+        p.renumber = o.renumber.unwrap_or_default();
         let cloud = quadtree_points(points, 0.12, Closure::Scaled, 10.0)?;
         Ok(Box::new(Lskum::with_cloud(&p, cloud)))
     }
@@ -386,9 +407,9 @@ impl Lskum {
     /// Wall C_p as CSV: `point,x,y,cp,minus_cp` (point 1-based, standard C_p sign).
     pub fn wall_cp_csv(&self) -> String {
         let mut s = String::from("point,x,y,cp,minus_cp\n");
-        for i in self.wall_points() {
+        for (f, i) in self.wall_points() {
             let cp = self.cp(i);
-            s += &format!("{},{:.17e},{:.17e},{:.17e},{:.17e}\n", i + 1, self.cloud.x[i], self.cloud.y[i], cp, -cp);
+            s += &format!("{},{:.17e},{:.17e},{:.17e},{:.17e}\n", f + 1, self.cloud.x[i], self.cloud.y[i], cp, -cp);
         }
         s
     }
@@ -425,12 +446,12 @@ impl Solver for Lskum {
         Ok(())
     }
     fn mesh(&self) -> Mesh {
-        Mesh::Points(self.cloud.x.iter().zip(&self.cloud.y).map(|(&x, &y)| [x, y]).collect())
+        Mesh::Points(self.cloud.file_order().map(|i| [self.cloud.x[i], self.cloud.y[i]]).collect())
     }
     fn surface(&self) -> Option<&[[u32; 3]]> {
         self.surface
             .get_or_init(|| {
-                surface::triangulate(&self.cloud)
+                surface::triangulate(&self.cloud.in_file_order())
                     .inspect_err(|why| eprintln!("note: no triangles in the .vtu output ({why}); it shows the points only"))
                     .ok()
             })
@@ -443,7 +464,7 @@ impl Solver for Lskum {
          Cp: (p - 1/gamma) / (M^2 / 2); point_type: 0 wall, 1 interior, 2 outer; x, y in chords"
     }
     fn output_fields(&self) -> Vec<OutField> {
-        let w = &self.st.prim;
+        let w = &self.prim();
         let col = |f: &dyn Fn(&V4) -> f64| Values::F64(w.iter().map(f).collect());
         let p_inf = 1.0 / kernels::GAMMA;
         let mach = self.params.mach;
@@ -459,23 +480,24 @@ impl Solver for Lskum {
                 "point_type",
                 1,
                 Location::Node,
-                Values::F64(self.cloud.flag.iter().map(|&f| f as f64).collect()),
+                Values::F64(self.cloud.file_order().map(|i| self.cloud.flag[i] as f64).collect()),
             ),
         ]
     }
     fn state(&self) -> Vec<StateArray> {
         let n = self.cloud.len();
+        let prim = self.prim();
         let mut v: Vec<StateArray> = (0..4)
             .map(|m| StateArray {
                 name: COMPONENTS[m].into(),
                 shape: vec![n],
-                values: Values::F64(self.st.prim.iter().map(|s| s[m]).collect()),
+                values: Values::F64(prim.iter().map(|s| s[m]).collect()),
                 place: Some(Place::NODE),
             })
             .collect();
         v.push(StateArray::other("residual_ref", Values::F64(vec![self.res_ref])));
         v.push(StateArray::other("residual_last", Values::F64(vec![self.res_last])));
-        v.extend(self.cloud.to_arrays());
+        v.extend(self.file_cloud().to_arrays());
         v
     }
     fn restore(&mut self, step: u64, _time: f64, mut arrays: Vec<StateArray>) -> Result<()> {
@@ -486,9 +508,8 @@ impl Solver for Lskum {
         }
         let r_ref = take_array::<f64>(&mut arrays, "residual_ref", &[1])?[0];
         let r_last = take_array::<f64>(&mut arrays, "residual_last", &[1])?[0];
-        for (i, p) in self.st.prim.iter_mut().enumerate() {
-            *p = [comps[0][i], comps[1][i], comps[2][i], comps[3][i]];
-        }
+        let prim: Vec<V4> = (0..n).map(|f| [comps[0][f], comps[1][f], comps[2][f], comps[3][f]]).collect();
+        self.st.prim = self.cloud.from_file_order(&prim);
         self.step = step;
         self.res_ref = r_ref;
         self.res_last = r_last;
@@ -497,9 +518,10 @@ impl Solver for Lskum {
     }
     fn find_non_finite(&self) -> Option<NonFinite> {
         use rayon::prelude::*;
-        let i = self.st.prim.par_iter().position_first(|s| !s.iter().all(|v| v.is_finite()))?;
-        let m = (0..4).find(|&m| !self.st.prim[i][m].is_finite()).unwrap_or(0);
-        Some(NonFinite { field: COMPONENTS[m], index: vec![i + 1], value: self.st.prim[i][m] })
+        let prim = self.prim();
+        let f = prim.par_iter().position_first(|s| !s.iter().all(|v| v.is_finite()))?;
+        let m = (0..4).find(|&m| !prim[f][m].is_finite()).unwrap_or(0);
+        Some(NonFinite { field: COMPONENTS[m], index: vec![f + 1], value: prim[f][m] })
     }
     fn diagnostics(&self) -> Vec<(&'static str, f64)> {
         let (cl, cd, cm) = self.coefficients();
@@ -526,6 +548,7 @@ impl Solver for Lskum {
         m.insert("iterations".into(), self.step.into());
         m.insert("points".into(), self.cloud.len().into());
         m.insert("rdp_s".into(), self.rdp().into());
+        m.insert("renumber".into(), self.params.renumber.name().into());
         m
     }
     fn bytes_per_step(&self) -> f64 {
@@ -591,6 +614,7 @@ fn describe(p: &LskumParams, cloud: &Cloud) -> Vec<String> {
             p.vl_const,
             p.power
         ),
+        format!("points held in {} order (renumber; outputs keep the file's order)", p.renumber.name()),
         "pseudo-time: local time steps, counted in iterations (time.end_step, output.every_steps)".into(),
     ]
 }

@@ -354,8 +354,8 @@ pub fn iterate(c: &Cloud, s: &mut State, set: &Settings) -> f64 {
 pub fn iterate_timed(c: &Cloud, s: &mut State, set: &Settings, t: &mut Timers) -> f64 {
     let ok = rk::step(&mut CpuStages { c, s: &mut *s, set, t }, set.scheme);
     debug_assert!(ok.is_ok(), "CPU stages cannot fail");
-    // In point order, so the result does not depend on the thread count.
-    let sum: f64 = s.dsq.iter().sum();
+    // In file order, so the result depends neither on the thread count nor on the numbering.
+    let sum: f64 = c.file_order().map(|i| s.dsq[i]).sum();
     sum.sqrt() / c.len() as f64
 }
 
@@ -444,11 +444,10 @@ pub enum ForcePoints {
 }
 
 /// Lift, drag and quarter-chord moment coefficients (spec 10.2), chord 1.
-#[allow(clippy::needless_range_loop)] // point i indexes several parallel arrays
 pub fn coefficients(c: &Cloud, prim: &[V4], mach: f64, aoa_deg: f64, which: ForcePoints) -> (f64, f64, f64) {
     let p_inf = 1.0 / k::GAMMA;
     let (mut h, mut v, mut m) = (0.0, 0.0, 0.0);
-    for i in 0..c.len() {
+    for i in c.file_order() {
         let take = match which {
             ForcePoints::Wall => c.flag[i] == WALL,
             ForcePoints::Shape => c.shape[i] > 0,

@@ -32,6 +32,7 @@ use crate::real::{Precision, Real};
 use crate::solver::{
     Grid, Location, Mesh, NonFinite, OutField, Solver, StateArray, first_non_finite, shape_of, take_array,
 };
+use crate::bench::BenchOptions;
 use crate::solvers::{Device, Registered, SolverSpec};
 
 pub use params::{SchemeName, ShallowWaterParams};
@@ -91,8 +92,8 @@ impl Registered for ShallowWaterParams {
     const SCHEMES: &'static [&'static str] = &["fbl", "ctcs", "cdklm16", "kp07"];
     /// The paper's benchmark (spec §9.2): 200 m cells, 60 m deep, walls, a Gaussian hump,
     /// dt = 0.0095 s; CTCS with A = 0.1 dx.
-    fn bench(n: usize, scheme: Option<&str>, precision: Precision, device: &Device) -> Result<Box<dyn Solver>> {
-        let name = scheme.unwrap_or("fbl");
+    fn bench(n: usize, o: &BenchOptions, device: &Device) -> Result<Box<dyn Solver>> {
+        let name = o.scheme.as_deref().unwrap_or("fbl");
         let scheme: SchemeName = serde_json::from_value(name.into()).map_err(|_| {
             crate::error::SimError::Input(format!(
                 "--scheme {name}: unknown scheme (choose one of {})",
@@ -127,7 +128,7 @@ impl Registered for ShallowWaterParams {
                 shape: params::HumpShape::Gaussian,
             },
         };
-        p.validated_build(precision, device)
+        p.validated_build(o.precision, device)
     }
 }
 

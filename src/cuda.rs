@@ -20,6 +20,8 @@ pub const KERNELS: &[(&str, &str)] = &[
     ("heat", include_str!("../kernels/heat.cu")),
     ("cavity", include_str!("../kernels/cavity.cu")),
     ("tridiag", include_str!("../kernels/tridiag.cu")),
+    ("shallow_water_fbl", include_str!("../kernels/shallow_water_fbl.cu")),
+    ("shallow_water_ctcs", include_str!("../kernels/shallow_water_ctcs.cu")),
 ];
 
 /// The kernels of one file in `kernels/`: a typed handle per `__global__` function (those of
@@ -92,6 +94,34 @@ kernel_handles! {
         SpikeLocal = "spike_local",
         SpikeInterfaces = "spike_interfaces",
         SpikeCorrections = "spike_corrections",
+    }
+}
+
+kernel_handles! {
+    /// The kernels of `kernels/shallow_water_fbl.cu`: FBL's fused step.
+    FblKernel in "shallow_water_fbl" {
+        /// `copy1d` of the common header.
+        Copy1d = "copy1d",
+        StepL2 = "fbl_step_l2",
+        StepShared = "fbl_step_shared",
+        /// The boundary passes of `kernels/shallow_water_fd.cuh`.
+        FillNs = "sw_fd_fill_ns",
+        FillEw = "sw_fd_fill_ew",
+        Sponge = "sw_fd_sponge",
+    }
+}
+
+kernel_handles! {
+    /// The kernels of `kernels/shallow_water_ctcs.cu`: CTCS's fused step.
+    CtcsKernel in "shallow_water_ctcs" {
+        /// `copy1d` of the common header.
+        Copy1d = "copy1d",
+        StepL2 = "ctcs_step_l2",
+        StepShared = "ctcs_step_shared",
+        /// The boundary passes of `kernels/shallow_water_fd.cuh`.
+        FillNs = "sw_fd_fill_ns",
+        FillEw = "sw_fd_fill_ew",
+        Sponge = "sw_fd_sponge",
     }
 }
 
@@ -190,9 +220,20 @@ pub fn nvrtc_options(precision: Precision, arch: &str, fast_math: bool) -> Vec<S
 /// Header compiled after [`COMMON`] in front of the shallow-water files (`shallow_water_*`).
 pub const SHALLOW_WATER: &str = include_str!("../kernels/shallow_water.cuh");
 
+/// Header compiled after [`SHALLOW_WATER`] in front of the finite-difference schemes' files
+/// ([`SHALLOW_WATER_FD_FILES`]): their boundary kernels.
+pub const SHALLOW_WATER_FD: &str = include_str!("../kernels/shallow_water_fd.cuh");
+pub const SHALLOW_WATER_FD_FILES: &[&str] = &["shallow_water_fbl", "shallow_water_ctcs"];
+
 /// The headers compiled in front of kernel file `name`.
 pub fn headers(name: &str) -> String {
-    if name.starts_with("shallow_water_") { format!("{COMMON}\n{SHALLOW_WATER}") } else { COMMON.to_string() }
+    if SHALLOW_WATER_FD_FILES.contains(&name) {
+        format!("{COMMON}\n{SHALLOW_WATER}\n{SHALLOW_WATER_FD}")
+    } else if name.starts_with("shallow_water_") {
+        format!("{COMMON}\n{SHALLOW_WATER}")
+    } else {
+        COMMON.to_string()
+    }
 }
 
 /// The full source of kernel file `name`.

@@ -51,55 +51,55 @@ use super::scheme::{Cells, Initial, Scheme};
 /// The leapfrog scheme: its two time levels, and the sponge exterior (the initial state)
 /// when a side is a sponge.
 pub struct Ctcs<T> {
-    p: Physics,
+    pub(super) p: Physics,
     /// Equilibrium depth H at cell centres (halo 1).
-    h: Field<T>,
+    pub(super) h: Field<T>,
     /// Level n (the newest).
-    cur: State<T>,
+    pub(super) cur: State<T>,
     /// Level n − 1.
-    prev: State<T>,
-    exterior: Option<State<T>>,
+    pub(super) prev: State<T>,
+    pub(super) exterior: Option<State<T>>,
     /// f of the V faces as the U update uses them: row `l` takes `f_vq[l]` (south) and
     /// `f_vq[l + 1]` (north), `l = 0..=ny+2`.
-    f_vq: Vec<T>,
+    pub(super) f_vq: Vec<T>,
     /// f at the cell-centre rows `l = 0..=ny+1` (`y = (l − ½)Δy`), for the V update.
-    f_c: Vec<T>,
+    pub(super) f_c: Vec<T>,
 }
 
 /// Scalars of one step, in `T`.
 #[derive(Clone, Copy)]
-struct Consts<T> {
-    nx: usize,
-    ny: usize,
+pub(super) struct Consts<T> {
+    pub(super) nx: usize,
+    pub(super) ny: usize,
     /// The leapfrog interval (`2Δt`; `Δt` for a clean first step).
-    tdt: T,
+    pub(super) tdt: T,
     /// `tdt r`, and whether `r ≠ 0`.
-    r_tdt: T,
-    friction: bool,
+    pub(super) r_tdt: T,
+    pub(super) friction: bool,
     /// `tdt A (Δx² + Δy²)/(Δx² Δy²)`.
-    visc: T,
-    a: T,
-    minus_g: T,
-    minus_half_g: T,
-    inv_dx: T,
-    inv_dy: T,
-    inv_dx2: T,
-    inv_dy2: T,
+    pub(super) visc: T,
+    pub(super) a: T,
+    pub(super) minus_g: T,
+    pub(super) minus_half_g: T,
+    pub(super) inv_dx: T,
+    pub(super) inv_dy: T,
+    pub(super) inv_dx2: T,
+    pub(super) inv_dy2: T,
     /// `1 / (1 + visc)`: the implicit factor without friction.
-    inv_c: T,
-    dx_dy: T,
-    dy_dx: T,
-    tdt_dx: T,
-    tdt_dy: T,
-    wind_x: T,
-    wind_y: T,
+    pub(super) inv_c: T,
+    pub(super) dx_dy: T,
+    pub(super) dy_dx: T,
+    pub(super) tdt_dx: T,
+    pub(super) tdt_dy: T,
+    pub(super) wind_x: T,
+    pub(super) wind_y: T,
     /// `+1`: advection added as `+N` (GPU Ocean), `−1`: as `−N` (physical); `P + s N` is
     /// exactly `N + P` or `P − N`.
-    adv_sign: T,
-    wall_n: bool,
-    wall_e: bool,
-    wall_s: bool,
-    wall_w: bool,
+    pub(super) adv_sign: T,
+    pub(super) wall_n: bool,
+    pub(super) wall_e: bool,
+    pub(super) wall_s: bool,
+    pub(super) wall_w: bool,
 }
 
 /// Level `n` and the constants the step reads.
@@ -139,7 +139,7 @@ impl<T: Real> Ctcs<T> {
         (&self.prev.eta, &self.prev.hu, &self.prev.hv)
     }
 
-    fn consts(&self, tdt: T) -> Consts<T> {
+    pub(super) fn consts(&self, tdt: T) -> Consts<T> {
         let p = &self.p;
         let t = T::of;
         let (dx, dy, a, g) = (t(p.dx), t(p.dy), t(p.viscosity), t(p.g));
@@ -172,6 +172,12 @@ impl<T: Real> Ctcs<T> {
             wall_s: p.sides.south == Side::Wall,
             wall_w: p.sides.west == Side::Wall,
         }
+    }
+
+    /// The leapfrog interval of a step of `dt`: `2Δt`, or `Δt` for the clean first step.
+    pub(super) fn interval(&self, dt: f64, first: bool) -> T {
+        let dt_t = T::of(dt);
+        if first && !self.p.gpu_ocean_compat { dt_t } else { T::of(2.0) * dt_t }
     }
 
     /// The fused pass: level n+1 from level n, written over level n − 1.
@@ -450,17 +456,28 @@ fn eta_row<T: Real>(out: &mut [T], l: usize, inp: &Inputs<T>, c: &Consts<T>) {
     }
 }
 
+/// [`Scheme::dt_limit`] of level `cur` (see there).
+pub(super) fn dt_limit<T: Real>(p: &Physics, h: &Field<T>, cur: &State<T>) -> f64 {
+    let depth = |l: usize, k: usize| h.at(l, k).f64() + cur.eta.at(l, k).f64();
+    let h_max = fd_boundary::interior_max(p, depth);
+    let u_max = fd_boundary::interior_max(p, |l, k| {
+        let (u, v) = (&cur.hu, &cur.hv);
+        let q = [u.at(l, k), u.at(l, k + 1), v.at(l, k), v.at(l + 1, k)];
+        q.iter().map(|x| x.f64().abs()).fold(0.0, f64::max) / depth(l, k)
+    });
+    let c = u_max + (p.g * h_max).sqrt();
+    0.5 / (c * (1.0 / (p.dx * p.dx) + 1.0 / (p.dy * p.dy)).sqrt())
+}
+
 impl<T: Real> Scheme<T> for Ctcs<T> {
     /// One leapfrog step of `dt`. `first` (the run's first step) first sets level n − 1 to
     /// level n, then takes GPU Ocean's `2Δt` step or, without `gpu_ocean_compat`, a `Δt` step.
     fn step(&mut self, dt: f64, first: bool) {
-        let dt_t = T::of(dt);
         if first {
             // Start from two equal levels.
             self.prev.clone_from(&self.cur);
         }
-        let tdt = if first && !self.p.gpu_ocean_compat { dt_t } else { T::of(2.0) * dt_t };
-        self.update(tdt);
+        self.update(self.interval(dt, first));
         if let Some(ext) = &self.exterior {
             self.prev.relax(ext, &self.p);
         }
@@ -472,16 +489,7 @@ impl<T: Real> Scheme<T> for Ctcs<T> {
     /// the interior cells of the newest level: `h = H + η`, `|u|` the largest of the four
     /// face transports of the cell divided by its h.
     fn dt_limit(&self) -> f64 {
-        let p = &self.p;
-        let depth = |l: usize, k: usize| self.h.at(l, k).f64() + self.cur.eta.at(l, k).f64();
-        let h_max = fd_boundary::interior_max(p, depth);
-        let u_max = fd_boundary::interior_max(p, |l, k| {
-            let (u, v) = (&self.cur.hu, &self.cur.hv);
-            let q = [u.at(l, k), u.at(l, k + 1), v.at(l, k), v.at(l + 1, k)];
-            q.iter().map(|x| x.f64().abs()).fold(0.0, f64::max) / depth(l, k)
-        });
-        let c = u_max + (p.g * h_max).sqrt();
-        0.5 / (c * (1.0 / (p.dx * p.dx) + 1.0 / (p.dy * p.dy)).sqrt())
+        dt_limit(&self.p, &self.h, &self.cur)
     }
 
     fn cells(&self) -> Cells<T> {

@@ -8,6 +8,7 @@ use crate::error::{Result, input};
 use crate::numerics::rk;
 use crate::real::Real;
 
+use super::fd_cuda::{CtcsCuda, FblCuda};
 use super::grid::Physics;
 use super::params::SchemeName;
 use super::scheme::{Initial, Scheme};
@@ -15,15 +16,16 @@ use super::scheme::{Initial, Scheme};
 /// Scheme `name` on `gpu`, from the initial state `init`.
 pub fn scheme<T: Real>(
     name: SchemeName,
-    _p: &Physics,
-    _init: &Initial,
+    p: &Physics,
+    init: &Initial,
     _rk: rk::Scheme,
-    _gpu: &Arc<Gpu>,
-    _opts: &GpuOptions,
+    gpu: &Arc<Gpu>,
+    opts: &GpuOptions,
 ) -> Result<Box<dyn Scheme<T>>> {
     match name {
         // The finite-difference schemes on the C grid.
-        SchemeName::Fbl | SchemeName::Ctcs => not_yet(name),
+        SchemeName::Fbl => Ok(Box::new(FblCuda::<T>::new(p, init, gpu, opts)?)),
+        SchemeName::Ctcs => Ok(Box::new(CtcsCuda::<T>::new(p, init, gpu, opts)?)),
 
         // The finite-volume schemes.
         SchemeName::Cdklm16 | SchemeName::Kp07 => not_yet(name),

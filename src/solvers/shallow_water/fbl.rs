@@ -44,38 +44,38 @@ use super::scheme::{Cells, Initial, Scheme};
 /// The linear forward–backward scheme: its fields, the second buffer the step writes, and
 /// the sponge exterior (the initial state) when a side is a sponge.
 pub struct Fbl<T> {
-    p: Physics,
+    pub(super) p: Physics,
     /// Equilibrium depth H at cell centres (halo 1).
-    h: Field<T>,
-    cur: State<T>,
-    next: State<T>,
-    exterior: Option<State<T>>,
+    pub(super) h: Field<T>,
+    pub(super) cur: State<T>,
+    pub(super) next: State<T>,
+    pub(super) exterior: Option<State<T>>,
     /// f at the U rows `l = 0..=ny+1` (`y = (l − ½)Δy`) and at the V rows `l = 0..=ny+2`
     /// (`y = (l − 1)Δy`).
-    f_u: Vec<T>,
-    f_v: Vec<T>,
+    pub(super) f_u: Vec<T>,
+    pub(super) f_v: Vec<T>,
 }
 
 /// Scalars of one step, in `T`.
 #[derive(Clone, Copy)]
-struct Consts<T> {
-    nx: usize,
-    ny: usize,
-    dt: T,
-    g: T,
-    dx: T,
-    dy: T,
+pub(super) struct Consts<T> {
+    pub(super) nx: usize,
+    pub(super) ny: usize,
+    pub(super) dt: T,
+    pub(super) g: T,
+    pub(super) dx: T,
+    pub(super) dy: T,
     /// `r Δt`, and whether `r ≠ 0` (with `r = 0` the factor `H/(H + 0)` is exactly 1 and skipped).
-    rdt: T,
-    friction: bool,
-    dt_dx: T,
-    dt_dy: T,
-    wind_x: T,
-    wind_y: T,
-    wall_n: bool,
-    wall_e: bool,
-    wall_s: bool,
-    wall_w: bool,
+    pub(super) rdt: T,
+    pub(super) friction: bool,
+    pub(super) dt_dx: T,
+    pub(super) dt_dy: T,
+    pub(super) wind_x: T,
+    pub(super) wind_y: T,
+    pub(super) wall_n: bool,
+    pub(super) wall_e: bool,
+    pub(super) wall_s: bool,
+    pub(super) wall_w: bool,
 }
 
 /// What the step reads.
@@ -108,7 +108,7 @@ impl<T: Real> Fbl<T> {
         }
     }
 
-    fn consts(&self, dt: f64) -> Consts<T> {
+    pub(super) fn consts(&self, dt: f64) -> Consts<T> {
         let p = &self.p;
         let t = T::of;
         let (dt_t, dx, dy) = (t(dt), t(p.dx), t(p.dy));

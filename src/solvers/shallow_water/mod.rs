@@ -11,6 +11,7 @@ mod fv;
 pub mod ctcs;
 pub mod cuda;
 mod fd_boundary;
+mod fd_cuda;
 pub mod fbl;
 pub mod grid;
 pub mod init;
@@ -145,6 +146,8 @@ pub struct ShallowWater<T: Real> {
     initial_volume: f64,
     step: u64,
     time: f64,
+    /// `cpu`, or the device, kernel variant and block shape.
+    backend: String,
 }
 
 impl<T: Real> ShallowWater<T> {
@@ -180,6 +183,10 @@ impl<T: Real> ShallowWater<T> {
             initial_volume: 0.0,
             step: 0,
             time: 0.0,
+            backend: match device {
+                Device::Cuda(gpu, o) => format!("cuda ({}, {} {}x{})", gpu.name, o.variant.name(), o.block[0], o.block[1]),
+                Device::Cpu(_) => "cpu".into(),
+            },
         };
         sw.check_depth()?;
         sw.dt = sw.next_dt()?;
@@ -320,6 +327,20 @@ impl<T: Real> Solver for ShallowWater<T> {
 
     fn mesh(&self) -> Mesh {
         Mesh::Cells(self.grid)
+    }
+
+    /// The host reads the fields through the scheme's downloads; here a device scheme's
+    /// failed launch surfaces.
+    fn sync(&mut self) -> Result<()> {
+        self.scheme.wait()
+    }
+
+    fn wait(&mut self) -> Result<()> {
+        self.scheme.wait()
+    }
+
+    fn backend(&self) -> String {
+        self.backend.clone()
     }
 
     fn units(&self) -> &'static str {

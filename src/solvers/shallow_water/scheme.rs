@@ -46,4 +46,9 @@ pub trait Scheme<T: Real>: Send {
     fn restored(&mut self) -> crate::error::Result<()> {
         Ok(())
     }
+    /// Block until the work a device scheme queued has finished, and report the first failure
+    /// of the launches its steps queued (a step cannot return one).
+    fn wait(&mut self) -> crate::error::Result<()> {
+        Ok(())
+    }
 }

@@ -8,16 +8,30 @@ use crate::solver::{Location, Place};
 
 use super::grid::{Field, Physics, Side, SpongeKind};
 
-/// Weight of the exterior value in interior row `j` (0 = next to the side) of a sponge of
-/// `w` rows, given the row's value `q` and the value `inner` of row `w`.
+/// The weight of interior row `j` (0 = next to the side) of a sponge of `w` rows: the
+/// flow-relaxation `a_j`, or `j / w` for the linear kind (the device kernels take these values
+/// from here, so both back ends use the same bits).
 #[inline]
-fn relaxed(kind: SpongeKind, j: usize, w: usize, q: f64, ext: f64, inner: f64) -> f64 {
+pub(super) fn weight(kind: SpongeKind, j: usize, w: usize) -> f64 {
     match kind {
         SpongeKind::Relaxation => {
-            let a = if j == 0 { 1.0 } else { 1.0 - ((j as f64 - 1.0) / 2.0).tanh() };
-            (1.0 - a) * q + a * ext
+            if j == 0 {
+                1.0
+            } else {
+                1.0 - ((j as f64 - 1.0) / 2.0).tanh()
+            }
         }
-        SpongeKind::Linear => ext + (j as f64 / w as f64) * (inner - ext),
+        SpongeKind::Linear => j as f64 / w as f64,
+    }
+}
+
+/// The relaxed value of a row with weight `a` (see [`weight`]), given the row's value `q` and
+/// the value `inner` of row `w`.
+#[inline]
+fn relaxed(kind: SpongeKind, a: f64, q: f64, ext: f64, inner: f64) -> f64 {
+    match kind {
+        SpongeKind::Relaxation => (1.0 - a) * q + a * ext,
+        SpongeKind::Linear => ext + a * (inner - ext),
     }
 }
 
@@ -40,7 +54,7 @@ pub fn relax<T: Real>(field: &mut Field<T>, exterior: &Field<T>, place: Place, p
             let inner = field.at(il, ik).f64();
             for j in 0..w {
                 let (l, k) = index(j, s);
-                let v = relaxed(kind, j, w, field.at(l, k).f64(), exterior.at(l, k).f64(), inner);
+                let v = relaxed(kind, weight(kind, j, w), field.at(l, k).f64(), exterior.at(l, k).f64(), inner);
                 field.set(l, k, T::of(v));
             }
         }

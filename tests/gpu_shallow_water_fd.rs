@@ -1,0 +1,219 @@
+//! FBL and CTCS on the CUDA back end against the CPU back end, bitwise: on a real GPU where
+//! one is usable, else on the emulated CUDA driver of `tests/cuda_on_cpu/` (see tests/gpu.rs).
+//! The whole state is compared (every array with its ghosts, CTCS's older level included),
+//! and the diagnostics to the bit.
+
+mod common;
+use common::emulation::{cuda, sim_cuda};
+use common::*;
+
+use sim::case::Case;
+use sim::cuda::{Gpu, GpuOptions, Variant};
+use sim::real::Precision;
+use sim::solver::Solver;
+use sim::solvers::{Device, build, build_on};
+
+fn case(body: &str) -> Case {
+    Case::parse(&format!("name: p\nsolver:\n  shallow_water: {{{body}}}\ntime: {{end_step: 1}}\n"), "test").unwrap()
+}
+
+fn bits(s: &dyn Solver) -> Vec<(&'static str, u64)> {
+    s.diagnostics().iter().map(|(n, x)| (*n, x.to_bits())).collect()
+}
+
+/// Run `body` on the CPU and on the device with `opts` through the steps `dts`, and compare.
+fn assert_same(gpu: &std::sync::Arc<Gpu>, body: &str, precision: Precision, opts: GpuOptions, dts: &[f64]) {
+    let c = case(body);
+    let what = format!("{body} {precision:?} {:?} {:?}", opts.variant, opts.block);
+    let mut cpu = build(&c, precision).unwrap();
+    let mut dev = build_on(&c, precision, &Device::Cuda(gpu.clone(), opts)).unwrap_or_else(|e| panic!("{what}: {e}"));
+    for &dt in dts {
+        cpu.advance(dt).unwrap();
+        dev.advance(dt).unwrap();
+    }
+    dev.sync().unwrap();
+    assert!(dev.backend().starts_with("cuda"), "{what}: {}", dev.backend());
+    // Not assert_eq: the arrays would bury the message.
+    assert!(cpu.state() == dev.state(), "{what}: the arrays differ");
+    assert_eq!(bits(&*cpu), bits(&*dev), "{what}");
+}
+
+/// Every boundary type (walls; periodic along x, y, both; sponges on all sides; a mix), with
+/// and without `gpu_ocean_compat`, both precisions and both variants, on a 37 x 29 grid that
+/// 16 x 8 blocks do not divide, with Coriolis (beta plane), friction, wind, uneven depth and
+/// (CTCS) eddy viscosity. `steps` includes the first (CTCS's start of the leapfrog).
+fn boundaries_and_physics(scheme: &str, extra: &str, mixed: &str, steps: usize) {
+    let Some(c) = cuda() else { return };
+    let boundaries = [
+        "{}",
+        "{east: periodic, west: periodic}",
+        "{north: periodic, south: periodic}",
+        "{north: periodic, south: periodic, east: periodic, west: periodic}",
+        "{north: {sponge: {cells: 4}}, east: {sponge: {cells: 3}}, south: {sponge: {cells: 5}}, west: {sponge: {cells: 2}}}",
+        mixed,
+    ];
+    for boundary in boundaries {
+        for compat in [true, false] {
+            for (variant, block) in [(Variant::L2, [16, 8]), (Variant::Shared, [16, 8])] {
+                for precision in [Precision::F32, Precision::F64] {
+                    let body = format!(
+                        "scheme: {scheme}, nx: 37, ny: 29, dx: 200, dy: 150, dt: 1.0, \
+                         coriolis: {{f0: 0.01, beta: 2.0e-6}}, friction: 0.002, wind: [1.0e-4, -5.0e-5], {extra} \
+                         gpu_ocean_compat: {compat}, boundary: {boundary}, \
+                         bathymetry: {{waves: {{mean: 60, amplitude: 5, wavelength: 2500}}}}, \
+                         initial: {{hump: {{shape: gaussian, amplitude: 1.0, radius: 1200, center: [3000, 2500]}}}}"
+                    );
+                    let opts = GpuOptions { variant, block, fast_math: false };
+                    assert_same(c.gpu(), &body, precision, opts, &vec![1.0; steps]);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn fbl_matches_the_cpu_bitwise_on_every_boundary() {
+    let mixed = "{north: {sponge: {cells: 4}}, south: wall, east: periodic, west: periodic}";
+    boundaries_and_physics("fbl", "", mixed, 24);
+}
+
+#[test]
+fn ctcs_matches_the_cpu_bitwise_on_every_boundary() {
+    let mixed = "{north: {sponge: {cells: 4, kind: linear}}, south: wall, east: periodic, west: periodic}";
+    boundaries_and_physics("ctcs", "viscosity: 5.0,", mixed, 23);
+}
+
+/// Blocks of other shapes: one row of 1024 (CTCS's f64 tiles pass the default 48 KiB of
+/// shared memory and opt in), a single column, and a block larger than the grid.
+#[test]
+fn other_block_shapes_match_the_cpu_bitwise() {
+    let Some(c) = cuda() else { return };
+    for scheme in ["fbl", "ctcs"] {
+        let body = format!(
+            "scheme: {scheme}, nx: 23, ny: 17, dx: 200, dt: 1.0, coriolis: {{f0: 0.01}}, friction: 0.001, \
+             viscosity: {}, boundary: {{east: periodic, west: periodic, north: {{sponge: {{cells: 3}}}}}}, \
+             bathymetry: {{flat: 60}}, initial: {{bump: {{position: corner}}}}",
+            if scheme == "ctcs" { 2.0 } else { 0.0 }
+        );
+        for (variant, block) in [(Variant::Shared, [1024, 1]), (Variant::L2, [1, 64]), (Variant::Shared, [1, 32]), (Variant::Shared, [32, 32])] {
+            let opts = GpuOptions { variant, block, fast_math: false };
+            assert_same(c.gpu(), &body, Precision::F64, opts, &[1.0; 21]);
+        }
+    }
+}
+
+/// The GPU Ocean regression cases of spec §9.1 (the CPU unit tests in fbl.rs and ctcs.rs check
+/// them against the published arrays): the same physics, initial states and step sequences,
+/// bitwise equal on the device, so the device passes them too.
+#[test]
+fn regression_cases_match_the_cpu_bitwise() {
+    let Some(c) = cuda() else { return };
+    // CTCS: GPU Ocean's step(50) with dt 1: n = 51 steps of (50/51)(1 + 1/5100), the last shorter.
+    let ctcs_steps: Vec<f64> = {
+        let n = 51usize;
+        let base = (50.0 / n as f64) * (1.0 + 1.0 / (100.0 * n as f64));
+        (0..n).map(|i| base.min(50.0 - i as f64 * base)).take_while(|&d| d > 0.0).collect()
+    };
+    let sides = |n: &str, e: &str| format!("{{north: {n}, south: {n}, east: {e}, west: {e}}}");
+    let mut cases = vec![];
+    for (n, e) in [("wall", "wall"), ("periodic", "periodic"), ("periodic", "wall"), ("wall", "periodic")] {
+        for position in ["central", "corner", "upper_corner"] {
+            cases.push(format!("boundary: {}, initial: {{bump: {{position: {position}}}}}, bathymetry: {{flat: 60}}", sides(n, e)));
+        }
+    }
+    let central = "initial: {bump: {position: central}}";
+    cases.push(format!("coriolis: {{f0: 0.01}}, {central}, bathymetry: {{flat: 60}}"));
+    cases.push(format!("coriolis: {{f0: 0.01, beta: 1.0e-6}}, {central}, bathymetry: {{flat: 60}}"));
+    cases.push(format!("{central}, bathymetry: gpu_ocean_test"));
+    for (scheme, dts, extra) in [("fbl", vec![1.0; 50], &cases[..]), ("ctcs", ctcs_steps, &cases[..])] {
+        let mut all: Vec<String> = extra.to_vec();
+        if scheme == "ctcs" {
+            all.push(format!("coriolis: {{f0: 0.01}}, {central}, bathymetry: gpu_ocean_test"));
+        }
+        let viscosity = if scheme == "ctcs" { 1.0 } else { 0.0 };
+        for (k, x) in all.iter().enumerate() {
+            let body = format!("scheme: {scheme}, nx: 50, ny: 70, dx: 200, dt: 1.0, viscosity: {viscosity}, {x}");
+            // Alternate precision and variant over the cases.
+            let precision = if k % 2 == 0 { Precision::F32 } else { Precision::F64 };
+            let variant = if k % 4 < 2 { Variant::L2 } else { Variant::Shared };
+            assert_same(c.gpu(), &body, precision, GpuOptions { variant, block: [32, 8], fast_math: false }, &dts);
+        }
+    }
+}
+
+/// CPU all the way; GPU all the way; CPU then GPU; GPU then CPU, through `sim run` with
+/// checkpoints: the last checkpoints are bitwise equal.
+#[test]
+fn runs_and_checkpoints_move_between_back_ends() {
+    let Some(_) = cuda() else { return };
+    let dir = scratch("gpu_sw_fd_restart");
+    for (scheme, variant) in [("fbl", "shared"), ("ctcs", "l2"), ("ctcs", "shared")] {
+        let viscosity = if scheme == "ctcs" { 1.0 } else { 0.0 };
+        let text = format!(
+            "name: h\nsolver:\n  shallow_water: {{scheme: {scheme}, nx: 37, ny: 29, dx: 200, dt: 1.0, coriolis: {{f0: 0.01}}, \
+             friction: 0.001, viscosity: {viscosity}, boundary: {{north: {{sponge: {{cells: 3}}}}, east: periodic, west: periodic}}, \
+             bathymetry: {{flat: 60}}, initial: {{bump: {{position: corner}}}}}}\n\
+             time: {{end_step: 40}}\noutput: {{every_steps: 10}}\ngpu: {{variant: {variant}, block: [16, 8]}}\n"
+        );
+        write(&dir, "case.yaml", &text);
+        let run = |args: &[&str]| ok(sim_cuda(&dir, args));
+        run(&["run", "case.yaml", "--quiet", "--overwrite", "--out", "cpu"]);
+        run(&["run", "case.yaml", "--quiet", "--overwrite", "--out", "gpu", "--backend", "cuda"]);
+        run(&["run", "case.yaml", "--quiet", "--overwrite", "--out", "to_gpu", "--steps", "15"]);
+        run(&["run", "--restart", "to_gpu", "--backend", "cuda", "--quiet"]);
+        run(&["run", "case.yaml", "--quiet", "--overwrite", "--out", "to_cpu", "--steps", "15", "--backend", "cuda"]);
+        run(&["run", "--restart", "to_cpu", "--backend", "cpu", "--quiet"]);
+        let last = |d: &str| sim::io::checkpoint::read(&sim::io::checkpoint::list(&dir.join(d)).pop().unwrap().1).unwrap();
+        let ((m1, a1), (m0, a0), (m2, a2), (m3, a3)) = (last("cpu"), last("gpu"), last("to_gpu"), last("to_cpu"));
+        assert_eq!(m1.step, 40);
+        assert!(a1 == a0, "{scheme}: GPU all the way");
+        assert!(a1 == a2, "{scheme}: CPU then GPU");
+        assert!(a1 == a3, "{scheme}: GPU then CPU");
+        assert_eq!((m0.step, m2.step, m3.step), (40, 40, 40));
+        assert!(m0.backend.starts_with("cuda") && m2.backend.starts_with("cuda"), "{}", m2.backend);
+        assert_eq!(m3.backend, "cpu");
+        let vti = |d: &str| std::fs::read(dir.join(d).join("h_00000010.vti")).unwrap();
+        assert!(vti("cpu") == vti("gpu"), "{scheme}: output at step 10 differs");
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn bench_runs_both_schemes_and_variants() {
+    let Some(c) = cuda() else { return };
+    let dir = scratch("gpu_sw_fd_bench");
+    for scheme in ["fbl", "ctcs"] {
+        for variant in ["l2", "shared"] {
+            let args = [
+                "bench", "shallow_water", "--backend", "cuda", "--scheme", scheme, "--variant", variant, "--block", "32,4",
+                "--size", "40", "--seconds", "0.01", "--json",
+            ];
+            let o = ok(sim_cuda(&dir, &args));
+            let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+            assert_eq!((v["backend"].as_str(), v["device"].as_str()), (Some("cuda"), Some(c.gpu().name.as_str())), "{v}");
+            assert_eq!((v["scheme"].as_str(), v["variant"].as_str()), (Some(scheme), Some(variant)), "{v}");
+            assert!(v["kernel"]["mcells_per_s"].as_f64().unwrap() > 0.0, "{v}");
+        }
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn bad_block_shapes_are_refused_with_the_key() {
+    let Some(_) = cuda() else { return };
+    let dir = scratch("gpu_sw_fd_block");
+    for scheme in ["fbl", "ctcs"] {
+        for block in ["[64, 32]", "[0, 4]", "[4096, 1]"] {
+            let text = format!(
+                "name: h\nsolver:\n  shallow_water: {{scheme: {scheme}, nx: 20, ny: 20, dx: 200, dt: 1.0, \
+                 bathymetry: {{flat: 60}}, initial: {{bump: {{position: central}}}}}}\n\
+                 time: {{end_step: 2}}\nbackend: cuda\ngpu: {{block: {block}}}\n"
+            );
+            write(&dir, "b.yaml", &text);
+            let o = sim_cuda(&dir, &["run", "b.yaml"]);
+            assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+            assert!(stderr(&o).contains("gpu.block"), "{}", stderr(&o));
+        }
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -37,6 +37,8 @@ pub struct BenchOptions {
     pub solver: Option<String>,
     /// `lskum`: the order the solver holds the points in (default: the case default).
     pub renumber: Option<crate::solvers::lskum::Renumber>,
+    /// Sample the GPU's power draw with nvidia-smi while the solver runs.
+    pub power: bool,
 }
 
 /// Names `sim bench` accepts.
@@ -52,6 +54,9 @@ pub fn bench(o: &BenchOptions) -> Result<serde_json::Value> {
     }
     if o.renumber.is_some() && o.name != "lskum" {
         return input("--renumber belongs to sim bench lskum");
+    }
+    if o.power && (o.backend != Backend::Cuda || tridiag || o.name == "copy") {
+        return input("--power samples the GPU's power with nvidia-smi: a solver with --backend cuda");
     }
     if tridiag && o.backend == Backend::Cuda {
         return input("bench tridiag: the tridiagonal solvers are timed on the CPU (--backend cpu)");
@@ -118,7 +123,7 @@ pub fn bench(o: &BenchOptions) -> Result<serde_json::Value> {
             "elements": copy_elements, "iterations": copy.0, "time_per_step_s": copy.1, "bw_GBps": copy_bw
         });
         if let Some(mut s) = solver {
-            v["kernel"] = kernel_figures(s.as_mut(), o, copy_bw)?;
+            v["kernel"] = if o.power { with_power(s.as_mut(), o, copy_bw)? } else { kernel_figures(s.as_mut(), o, copy_bw)? };
         }
         Ok(v)
     })
@@ -182,6 +187,37 @@ fn kernel_figures(s: &mut dyn Solver, o: &BenchOptions, copy_bw: f64) -> Result<
             k["renumber"] = r.clone();
         }
     }
+    Ok(k)
+}
+
+/// [`kernel_figures`] with the GPU's power sampled around them (spec `shallow_water.md` §12):
+/// mean and idle power, and megacells per joule of the whole draw and of the draw above idle.
+fn with_power(s: &mut dyn Solver, o: &BenchOptions, copy_bw: f64) -> Result<serde_json::Value> {
+    let sampler = match crate::power::Sampler::start() {
+        Ok(sampler) => sampler,
+        Err(why) => {
+            let mut k = kernel_figures(s, o, copy_bw)?;
+            k["power"] = serde_json::json!({ "measured": false, "note": why });
+            return Ok(k);
+        }
+    };
+    std::thread::sleep(crate::power::IDLE);
+    let from = Instant::now();
+    let mut k = kernel_figures(s, o, copy_bw)?;
+    let to = Instant::now();
+    std::thread::sleep(crate::power::IDLE);
+    k["power"] = match sampler.finish(from, to) {
+        Ok(p) => {
+            let mcells = k["mcells_per_s"].as_f64().unwrap_or(0.0);
+            let above_idle = p.mean_w - p.idle_w;
+            serde_json::json!({
+                "measured": true, "mean_W": p.mean_w, "idle_W": p.idle_w, "samples": p.samples,
+                "period_ms": crate::power::PERIOD_MS, "mcells_per_J": mcells / p.mean_w,
+                "mcells_per_J_above_idle": if above_idle > 0.0 { mcells / above_idle } else { f64::NAN },
+            })
+        }
+        Err(why) => serde_json::json!({ "measured": false, "note": why }),
+    };
     Ok(k)
 }
 
@@ -316,6 +352,20 @@ pub fn text(v: &serde_json::Value) -> String {
             f(&k["mcells_per_s"]),
             100.0 * f(&k["fraction_of_copy"]),
         );
+        if k["power"]["measured"] == true {
+            let p = &k["power"];
+            s += &format!(
+                "  power:   {:.1} W mean ({:.1} W idle), {:.2} Mcells/J ({:.2} above idle; {} samples of {} ms)\n",
+                f(&p["mean_W"]),
+                f(&p["idle_W"]),
+                f(&p["mcells_per_J"]),
+                f(&p["mcells_per_J_above_idle"]),
+                p["samples"],
+                p["period_ms"],
+            );
+        } else if let Some(note) = k["power"]["note"].as_str() {
+            s += &format!("  power:   not measured: {note}\n");
+        }
         if let Some(rdp) = k["rdp_s"].as_f64() {
             let order = k["renumber"].as_str().map(|r| format!(", points in {r} order")).unwrap_or_default();
             s += &format!("  RDP = {rdp:.4e} s (seconds per iteration and point{order})\n");

@@ -127,7 +127,10 @@ enum Command {
         /// tridiag: thomas (batched systems) or spike (one system).
         #[arg(long)]
         solver: Option<String>,
-        /// lskum: the order the solver holds the points in (default hilbert).
+        /// Sample the GPU's power with nvidia-smi while the solver runs (--backend cuda).
+        #[arg(long)]
+        power: bool,
+        /// lskum: the order the solver holds the points in (default rcm).
         #[arg(long, value_enum)]
         renumber: Option<sim::solvers::lskum::Renumber>,
     },
@@ -177,6 +180,7 @@ fn main() -> ExitCode {
             batch,
             solver,
             renumber,
+            power,
         } => {
             let backend = match backend {
                 Backend::Auto if sim::cuda::Gpu::open().is_ok() => Backend::Cuda,
@@ -188,7 +192,7 @@ fn main() -> ExitCode {
                     let gpu = GpuOptions { variant, block: [bx, by], fast_math: false };
                     let cpu = sim::cpu::CpuOptions { temporal_block };
                     let o = BenchOptions {
-                        backend, gpu, cpu, name, size, scheme, precision, threads, seconds, batch, solver, renumber,
+                        backend, gpu, cpu, name, size, scheme, precision, threads, seconds, batch, solver, renumber, power,
                     };
                     bench::bench(&o).map(|v| {
                         if json {

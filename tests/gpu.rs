@@ -206,6 +206,34 @@ fn info_and_bench_report_the_device() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// `--power` samples nvidia-smi around the timed steps (a stand-in reporting a constant 120 W
+/// here), and says so when there is no nvidia-smi.
+#[test]
+fn bench_power_samples_nvidia_smi_or_says_why_not() {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(_) = cuda() else { return };
+    let dir = scratch("gpu_power");
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let smi = bin.join("nvidia-smi");
+    std::fs::write(&smi, "#!/bin/sh\nwhile true; do echo 120.00; sleep 0.05; done\n").unwrap();
+    std::fs::set_permissions(&smi, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let args = ["bench", "heat2d", "--backend", "cuda", "--size", "64", "--seconds", "0.3", "--power", "--json"];
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let o = ok(common::emulation::sim_cuda_command(&dir, &args).env("PATH", path).output().unwrap());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let (k, p) = (&v["kernel"], &v["kernel"]["power"]);
+    assert_eq!((p["measured"].as_bool(), p["mean_W"].as_f64(), p["idle_W"].as_f64()), (Some(true), Some(120.0), Some(120.0)), "{v}");
+    assert!(p["samples"].as_u64().unwrap() >= 3, "{v}");
+    assert_eq!(p["mcells_per_J"].as_f64().unwrap(), k["mcells_per_s"].as_f64().unwrap() / 120.0);
+    // No nvidia-smi on PATH: the figures still come, the power says why it is missing.
+    let o = ok(common::emulation::sim_cuda_command(&dir, &args).env("PATH", "/nonexistent").output().unwrap());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["kernel"]["power"]["measured"].as_bool(), Some(false), "{v}");
+    assert!(v["kernel"]["power"]["note"].as_str().unwrap().contains("nvidia-smi cannot be started"), "{v}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 #[test]
 fn block_shapes_are_validated() {
     let dir = scratch("gpu_block");

@@ -191,11 +191,16 @@ fn preload(lib: &Path) {
 /// Run `sim` with `args` in `dir` on this process's CUDA: with the emulated driver first on
 /// LD_LIBRARY_PATH where the tests use it.
 pub fn sim_cuda(dir: &Path, args: &[&str]) -> Output {
+    sim_cuda_command(dir, args).output().unwrap()
+}
+
+/// The command of [`sim_cuda`], to add to.
+pub fn sim_cuda_command(dir: &Path, args: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_sim"));
     c.current_dir(dir).args(args);
     if let Some(Cuda::Emulated(_, emu)) = &setup().cuda {
         let old = std::env::var("LD_LIBRARY_PATH").unwrap_or_default();
         c.env("LD_LIBRARY_PATH", format!("{}:{old}", emu.dir.display()));
     }
-    c.output().unwrap()
+    c
 }

@@ -14,6 +14,9 @@ for cu in kernels/*.cu; do
   # The headers src/cuda.rs compiles in front of the file.
   headers=(-include kernels/common.cuh)
   case $cu in kernels/shallow_water_*) headers+=(-include kernels/shallow_water.cuh) ;; esac
+  case $cu in kernels/shallow_water_cdklm16.cu | kernels/shallow_water_kp07.cu)
+    headers+=(-include kernels/shallow_water_fv.cuh) ;;
+  esac
   for real in float double; do
     echo "== $cu REAL=$real $arch"
     # Same options as the run-time NVRTC compilation (no fast math: --fmad=false).

@@ -20,6 +20,8 @@ pub const KERNELS: &[(&str, &str)] = &[
     ("heat", include_str!("../kernels/heat.cu")),
     ("cavity", include_str!("../kernels/cavity.cu")),
     ("tridiag", include_str!("../kernels/tridiag.cu")),
+    ("shallow_water_cdklm16", include_str!("../kernels/shallow_water_cdklm16.cu")),
+    ("shallow_water_kp07", include_str!("../kernels/shallow_water_kp07.cu")),
 ];
 
 /// The kernels of one file in `kernels/`: a typed handle per `__global__` function (those of
@@ -92,6 +94,40 @@ kernel_handles! {
         SpikeLocal = "spike_local",
         SpikeInterfaces = "spike_interfaces",
         SpikeCorrections = "spike_corrections",
+    }
+}
+
+kernel_handles! {
+    /// The kernels of `kernels/shallow_water_cdklm16.cu` (with the finite-volume header).
+    Cdklm16Kernel in "shallow_water_cdklm16" {
+        /// `copy1d` of the common header.
+        Copy1d = "copy1d",
+        PeriodicY = "fv_periodic_y",
+        PeriodicX = "fv_periodic_x",
+        Walls = "fv_walls",
+        SpongeRows = "fv_sponge_rows",
+        SpongeCols = "fv_sponge_cols",
+        DtBlocks = "fv_dt_blocks",
+        DtFinal = "fv_dt_final",
+        StageL2 = "cdklm16_stage_l2",
+        StageShared = "cdklm16_stage_shared",
+    }
+}
+
+kernel_handles! {
+    /// The kernels of `kernels/shallow_water_kp07.cu` (with the finite-volume header).
+    Kp07Kernel in "shallow_water_kp07" {
+        /// `copy1d` of the common header.
+        Copy1d = "copy1d",
+        PeriodicY = "fv_periodic_y",
+        PeriodicX = "fv_periodic_x",
+        Walls = "fv_walls",
+        SpongeRows = "fv_sponge_rows",
+        SpongeCols = "fv_sponge_cols",
+        DtBlocks = "fv_dt_blocks",
+        DtFinal = "fv_dt_final",
+        StageL2 = "kp07_stage_l2",
+        StageShared = "kp07_stage_shared",
     }
 }
 
@@ -190,9 +226,20 @@ pub fn nvrtc_options(precision: Precision, arch: &str, fast_math: bool) -> Vec<S
 /// Header compiled after [`COMMON`] in front of the shallow-water files (`shallow_water_*`).
 pub const SHALLOW_WATER: &str = include_str!("../kernels/shallow_water.cuh");
 
+/// Header compiled after [`SHALLOW_WATER`] in front of the finite-volume files ([`FV_FILES`]).
+pub const SHALLOW_WATER_FV: &str = include_str!("../kernels/shallow_water_fv.cuh");
+/// The kernel files of the finite-volume shallow-water schemes.
+pub const FV_FILES: &[&str] = &["shallow_water_cdklm16", "shallow_water_kp07"];
+
 /// The headers compiled in front of kernel file `name`.
 pub fn headers(name: &str) -> String {
-    if name.starts_with("shallow_water_") { format!("{COMMON}\n{SHALLOW_WATER}") } else { COMMON.to_string() }
+    if FV_FILES.contains(&name) {
+        format!("{COMMON}\n{SHALLOW_WATER}\n{SHALLOW_WATER_FV}")
+    } else if name.starts_with("shallow_water_") {
+        format!("{COMMON}\n{SHALLOW_WATER}")
+    } else {
+        COMMON.to_string()
+    }
 }
 
 /// The full source of kernel file `name`.

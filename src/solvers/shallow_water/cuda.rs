@@ -3,30 +3,33 @@
 
 use std::sync::Arc;
 
-use crate::cuda::{Gpu, GpuOptions};
+use crate::cuda::{Cdklm16Kernel, Gpu, GpuOptions, Kp07Kernel};
 use crate::error::{Result, input};
 use crate::numerics::rk;
 use crate::real::Real;
 
+use super::fv_cuda::FvCuda;
 use super::grid::Physics;
+use super::{cdklm16, kp07};
 use super::params::SchemeName;
 use super::scheme::{Initial, Scheme};
 
 /// Scheme `name` on `gpu`, from the initial state `init`.
 pub fn scheme<T: Real>(
     name: SchemeName,
-    _p: &Physics,
-    _init: &Initial,
-    _rk: rk::Scheme,
-    _gpu: &Arc<Gpu>,
-    _opts: &GpuOptions,
+    p: &Physics,
+    init: &Initial,
+    rk: rk::Scheme,
+    gpu: &Arc<Gpu>,
+    opts: &GpuOptions,
 ) -> Result<Box<dyn Scheme<T>>> {
     match name {
         // The finite-difference schemes on the C grid.
         SchemeName::Fbl | SchemeName::Ctcs => not_yet(name),
 
         // The finite-volume schemes.
-        SchemeName::Cdklm16 | SchemeName::Kp07 => not_yet(name),
+        SchemeName::Cdklm16 => Ok(Box::new(FvCuda::new::<Cdklm16Kernel, _>(p, init, rk, cdklm16::Op, gpu, opts)?)),
+        SchemeName::Kp07 => Ok(Box::new(FvCuda::new::<Kp07Kernel, _>(p, init, rk, kp07::Op, gpu, opts)?)),
     }
 }
 

@@ -8,6 +8,7 @@
 
 pub mod cdklm16;
 mod fv;
+mod fv_cuda;
 pub mod ctcs;
 pub mod cuda;
 mod fd_boundary;
@@ -144,6 +145,8 @@ pub struct ShallowWater<T: Real> {
     initial_volume: f64,
     step: u64,
     time: f64,
+    /// `cpu`, or the device and launch shape.
+    backend: String,
 }
 
 impl<T: Real> ShallowWater<T> {
@@ -169,6 +172,10 @@ impl<T: Real> ShallowWater<T> {
             },
         };
         let grid = Grid { n: [p.nx, p.ny], origin: [0.0, 0.0], spacing: [p.dx, p.dy] };
+        let backend = match device {
+            Device::Cuda(gpu, o) => format!("cuda ({}, {} {}x{})", gpu.name, o.variant.name(), o.block[0], o.block[1]),
+            Device::Cpu(_) => "cpu".into(),
+        };
         let mut sw = ShallowWater {
             params: params.clone(),
             grid,
@@ -179,6 +186,7 @@ impl<T: Real> ShallowWater<T> {
             initial_volume: 0.0,
             step: 0,
             time: 0.0,
+            backend,
         };
         sw.check_depth()?;
         sw.dt = sw.next_dt()?;
@@ -311,10 +319,19 @@ impl<T: Real> Solver for ShallowWater<T> {
 
     fn advance(&mut self, dt: f64) -> Result<()> {
         self.scheme.step(dt, self.step == 0);
+        self.scheme.failure()?;
         self.step += 1;
         self.time += dt;
         self.last_dt = dt;
         Ok(())
+    }
+
+    fn backend(&self) -> String {
+        self.backend.clone()
+    }
+
+    fn wait(&mut self) -> Result<()> {
+        self.scheme.wait()
     }
 
     fn mesh(&self) -> Mesh {

@@ -14,11 +14,17 @@ use super::grid::{Field, Physics, Side, SpongeKind};
 fn relaxed(kind: SpongeKind, j: usize, w: usize, q: f64, ext: f64, inner: f64) -> f64 {
     match kind {
         SpongeKind::Relaxation => {
-            let a = if j == 0 { 1.0 } else { 1.0 - ((j as f64 - 1.0) / 2.0).tanh() };
+            let a = relaxation_weight(j);
             (1.0 - a) * q + a * ext
         }
         SpongeKind::Linear => ext + (j as f64 / w as f64) * (inner - ext),
     }
+}
+
+/// The weight `a_j = 1 - tanh((j - 1) / 2)` of the exterior value in sponge row `j` (1 at the
+/// side), computed here once for every back end (a device's tanh may round differently).
+pub fn relaxation_weight(j: usize) -> f64 {
+    if j == 0 { 1.0 } else { 1.0 - ((j as f64 - 1.0) / 2.0).tanh() }
 }
 
 /// Relax `field` (stored at `place`) towards `exterior` on every sponge side, north and south

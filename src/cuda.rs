@@ -459,10 +459,13 @@ impl Gpu {
                 let bytes = compile_cubin(&src, &options)
                     .map_err(|e| SimError::Run(format!("compiling kernels/{name}.cu: {e}")))?;
                 if let Some(p) = &cached {
-                    // A failed cache write only costs a recompilation next time.
+                    // A failed cache write only costs a recompilation next time. The temporary
+                    // file is per process: processes compiling the same file at once (parallel
+                    // tests) would otherwise write into one another's file before the rename.
+                    let tmp = p.with_extension(format!("cubin.{}.tmp", std::process::id()));
                     let _ = std::fs::create_dir_all(p.parent().unwrap_or(p))
-                        .and_then(|_| std::fs::write(crate::io::tmp_path(p), &bytes))
-                        .and_then(|_| std::fs::rename(crate::io::tmp_path(p), p));
+                        .and_then(|_| std::fs::write(&tmp, &bytes))
+                        .and_then(|_| std::fs::rename(&tmp, p));
                 }
                 bytes
             }

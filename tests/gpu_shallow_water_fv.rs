@@ -79,14 +79,15 @@ fn every_boundary(scheme: &str) {
     let Some(c) = cuda() else { return };
     let steps = if c.emulated() { 12 } else { 50 };
     for (n, sides) in SIDES.iter().enumerate() {
-        for (precision, variant, block) in [
+        let launches = [
             (Precision::F32, Variant::L2, [16, 8]),
             (Precision::F64, Variant::Shared, [8, 4]),
             (Precision::F32, Variant::Shared, [32, 2]),
             (Precision::F64, Variant::L2, [64, 1]),
-        ] {
-            // Adaptive steps in half of the runs, a fixed one in the other.
-            let step = if (n + block[0] as usize) % 2 == 0 { "courant: 0.8" } else { "dt: 2.0" };
+        ];
+        for (m, (precision, variant, block)) in launches.into_iter().enumerate() {
+            // Every side with adaptive steps in half of its runs, a fixed step in the others.
+            let step = if (n + m).is_multiple_of(2) { "courant: 0.8" } else { "dt: 2.0" };
             let opts = GpuOptions { variant, block, fast_math: false };
             assert_parity(c.gpu(), &busy(scheme, sides, step, "ssp_rk2"), precision, opts, steps);
         }

@@ -312,7 +312,10 @@ impl<T: Real> Solver for ShallowWater<T> {
     }
     fn propose_dt(&mut self) -> Result<f64> {
         if self.params.courant.is_some() {
-            self.dt = self.next_dt()?;
+            let dt = self.next_dt();
+            // A device failure of the reduction says more than the NaN limit it leaves.
+            self.scheme.failure()?;
+            self.dt = dt?;
         }
         Ok(self.dt)
     }

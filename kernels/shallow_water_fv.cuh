@@ -89,8 +89,9 @@ struct FvTile {
         const real *__restrict__ bi, const real *__restrict__ bm, const real *__restrict__ f, int nx,  \
         int ny, real dx, real dy, real g, real theta, real wx, real wy, real dt, real c, int blend,    \
         real a, real b, int friction, real drag
-#define FV_STAGE_PASS \
-    e, hu, hv, e0, hu0, hv0, oe, ohu, ohv, bi, bm, f, nx, ny, dx, dy, g, theta, wx, wy, dt, c, blend, a, b, friction, drag
+#define FV_STAGE_PASS                                                                                  \
+    e, hu, hv, e0, hu0, hv0, oe, ohu, ohv, bi, bm, f, nx, ny, dx, dy, g, theta, wx, wy, dt, c, blend, a, b,   \
+        friction, drag
 
 // Fv::stage for one interior cell from its L: the Runge-Kutta update, with the friction
 // divisor 1 + drag / h on the transports (h of the stage input).
@@ -293,7 +294,8 @@ extern "C" __global__ void fv_sponge_rows(real* __restrict__ e, real* __restrict
         }
         if (cn > 0) {
             long long inner = sw_at(s, 2 + ny - 1 - cn, w);
-            for (int j = 0; j < cn; ++j) fv_relax(q[m], x[m], sw_at(s, 2 + ny - 1 - j, w), inner, j, weights, linear & 1);
+            for (int j = 0; j < cn; ++j)
+                fv_relax(q[m], x[m], sw_at(s, 2 + ny - 1 - j, w), inner, j, weights, linear & 1);
         }
     }
 }
@@ -315,7 +317,8 @@ extern "C" __global__ void fv_sponge_cols(real* __restrict__ e, real* __restrict
         }
         if (ce > 0) {
             long long inner = sw_at(2 + nx - 1 - ce, s, w);
-            for (int j = 0; j < ce; ++j) fv_relax(q[m], x[m], sw_at(2 + nx - 1 - j, s, w), inner, j, weights + cn, linear & 2);
+            for (int j = 0; j < ce; ++j)
+                fv_relax(q[m], x[m], sw_at(2 + nx - 1 - j, s, w), inner, j, weights + cn, linear & 2);
         }
     }
 }
@@ -350,7 +353,8 @@ extern "C" __global__ void fv_dt_blocks(const real* __restrict__ e, const real* 
     real* s = (real*)smem;
     real m = inf;
     long long cells = (long long)nx * ny;
-    for (long long n = (long long)blockIdx.x * blockDim.x + threadIdx.x; n < cells; n += (long long)gridDim.x * blockDim.x) {
+    long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long n = (long long)blockIdx.x * blockDim.x + threadIdx.x; n < cells; n += stride) {
         long long i = sw_at((int)(n % nx) + 2, (int)(n / nx) + 2, nx + 4);
         m = fv_min_nan(m, fv_cell_dt(e[i], hu[i], hv[i], bm[i], g, dx, dy));
     }

@@ -72,7 +72,8 @@ fv_kernels!(Kp07Kernel, 3);
 /// Dynamic shared memory of the shared stage kernel: the tiles with their halo of two, the x
 /// face fluxes (`by` rows of `bx + 1`) and the y face fluxes (`by + 1` rows of `bx`).
 fn stage_shared_bytes<T: Real>(tiles: u32, [bx, by]: [u32; 2]) -> u64 {
-    let entries = tiles as u64 * (bx as u64 + 4) * (by as u64 + 4) + 3 * by as u64 * (bx as u64 + 1) + 3 * (by as u64 + 1) * bx as u64;
+    let (bx, by) = (bx as u64, by as u64);
+    let entries = tiles as u64 * (bx + 4) * (by + 4) + 3 * by * (bx + 1) + 3 * (by + 1) * bx;
     entries * std::mem::size_of::<T>() as u64
 }
 

@@ -15,6 +15,9 @@ for cu in kernels/*.cu; do
   headers=(-include kernels/common.cuh)
   case $cu in kernels/shallow_water_*) headers+=(-include kernels/shallow_water.cuh) ;; esac
   case $cu in kernels/shallow_water_fbl.cu | kernels/shallow_water_ctcs.cu) headers+=(-include kernels/shallow_water_fd.cuh) ;; esac
+  case $cu in kernels/shallow_water_cdklm16.cu | kernels/shallow_water_kp07.cu)
+    headers+=(-include kernels/shallow_water_fv.cuh) ;;
+  esac
   for real in float double; do
     echo "== $cu REAL=$real $arch"
     # Same options as the run-time NVRTC compilation (no fast math: --fmad=false).

@@ -22,6 +22,8 @@ pub const KERNELS: &[(&str, &str)] = &[
     ("tridiag", include_str!("../kernels/tridiag.cu")),
     ("shallow_water_fbl", include_str!("../kernels/shallow_water_fbl.cu")),
     ("shallow_water_ctcs", include_str!("../kernels/shallow_water_ctcs.cu")),
+    ("shallow_water_cdklm16", include_str!("../kernels/shallow_water_cdklm16.cu")),
+    ("shallow_water_kp07", include_str!("../kernels/shallow_water_kp07.cu")),
 ];
 
 /// The kernels of one file in `kernels/`: a typed handle per `__global__` function (those of
@@ -125,6 +127,40 @@ kernel_handles! {
     }
 }
 
+kernel_handles! {
+    /// The kernels of `kernels/shallow_water_cdklm16.cu` (with the finite-volume header).
+    Cdklm16Kernel in "shallow_water_cdklm16" {
+        /// `copy1d` of the common header.
+        Copy1d = "copy1d",
+        PeriodicY = "fv_periodic_y",
+        PeriodicX = "fv_periodic_x",
+        Walls = "fv_walls",
+        SpongeRows = "fv_sponge_rows",
+        SpongeCols = "fv_sponge_cols",
+        DtBlocks = "fv_dt_blocks",
+        DtFinal = "fv_dt_final",
+        StageL2 = "cdklm16_stage_l2",
+        StageShared = "cdklm16_stage_shared",
+    }
+}
+
+kernel_handles! {
+    /// The kernels of `kernels/shallow_water_kp07.cu` (with the finite-volume header).
+    Kp07Kernel in "shallow_water_kp07" {
+        /// `copy1d` of the common header.
+        Copy1d = "copy1d",
+        PeriodicY = "fv_periodic_y",
+        PeriodicX = "fv_periodic_x",
+        Walls = "fv_walls",
+        SpongeRows = "fv_sponge_rows",
+        SpongeCols = "fv_sponge_cols",
+        DtBlocks = "fv_dt_blocks",
+        DtFinal = "fv_dt_final",
+        StageL2 = "kp07_stage_l2",
+        StageShared = "kp07_stage_shared",
+    }
+}
+
 /// The names of the `__global__` functions defined in `src`, in order.
 pub fn global_names(src: &str) -> Vec<&str> {
     src.match_indices("__global__ void ")
@@ -220,15 +256,22 @@ pub fn nvrtc_options(precision: Precision, arch: &str, fast_math: bool) -> Vec<S
 /// Header compiled after [`COMMON`] in front of the shallow-water files (`shallow_water_*`).
 pub const SHALLOW_WATER: &str = include_str!("../kernels/shallow_water.cuh");
 
-/// Header compiled after [`SHALLOW_WATER`] in front of the finite-difference schemes' files
-/// ([`SHALLOW_WATER_FD_FILES`]): their boundary kernels.
+/// Header compiled after [`SHALLOW_WATER`] in front of the finite-difference files
+/// ([`FD_FILES`]): their boundary kernels.
 pub const SHALLOW_WATER_FD: &str = include_str!("../kernels/shallow_water_fd.cuh");
-pub const SHALLOW_WATER_FD_FILES: &[&str] = &["shallow_water_fbl", "shallow_water_ctcs"];
+/// The kernel files of the finite-difference shallow-water schemes.
+pub const FD_FILES: &[&str] = &["shallow_water_fbl", "shallow_water_ctcs"];
+/// Header compiled after [`SHALLOW_WATER`] in front of the finite-volume files ([`FV_FILES`]).
+pub const SHALLOW_WATER_FV: &str = include_str!("../kernels/shallow_water_fv.cuh");
+/// The kernel files of the finite-volume shallow-water schemes.
+pub const FV_FILES: &[&str] = &["shallow_water_cdklm16", "shallow_water_kp07"];
 
 /// The headers compiled in front of kernel file `name`.
 pub fn headers(name: &str) -> String {
-    if SHALLOW_WATER_FD_FILES.contains(&name) {
+    if FD_FILES.contains(&name) {
         format!("{COMMON}\n{SHALLOW_WATER}\n{SHALLOW_WATER_FD}")
+    } else if FV_FILES.contains(&name) {
+        format!("{COMMON}\n{SHALLOW_WATER}\n{SHALLOW_WATER_FV}")
     } else if name.starts_with("shallow_water_") {
         format!("{COMMON}\n{SHALLOW_WATER}")
     } else {
@@ -453,10 +496,13 @@ impl Gpu {
                 let bytes = compile_cubin(&src, &options)
                     .map_err(|e| SimError::Run(format!("compiling kernels/{name}.cu: {e}")))?;
                 if let Some(p) = &cached {
-                    // A failed cache write only costs a recompilation next time.
+                    // A failed cache write only costs a recompilation next time. The temporary
+                    // file is per process: processes compiling the same file at once (parallel
+                    // tests) would otherwise write into one another's file before the rename.
+                    let tmp = p.with_extension(format!("cubin.{}.tmp", std::process::id()));
                     let _ = std::fs::create_dir_all(p.parent().unwrap_or(p))
-                        .and_then(|_| std::fs::write(crate::io::tmp_path(p), &bytes))
-                        .and_then(|_| std::fs::rename(crate::io::tmp_path(p), p));
+                        .and_then(|_| std::fs::write(&tmp, &bytes))
+                        .and_then(|_| std::fs::rename(&tmp, p));
                 }
                 bytes
             }

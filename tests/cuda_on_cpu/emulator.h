@@ -10,6 +10,8 @@
 #pragma once
 
 #include <cstddef>
+// The math functions kernels call (sqrt, fmin, copysign, ...), with their float overloads.
+#include <math.h>
 #include <functional>
 #include <string>
 #include <utility>

@@ -3,13 +3,15 @@
 
 use std::sync::Arc;
 
-use crate::cuda::{Gpu, GpuOptions};
-use crate::error::{Result, input};
+use crate::cuda::{Cdklm16Kernel, Gpu, GpuOptions, Kp07Kernel};
+use crate::error::Result;
 use crate::numerics::rk;
 use crate::real::Real;
 
 use super::fd_cuda::{CtcsCuda, FblCuda};
+use super::fv_cuda::FvCuda;
 use super::grid::Physics;
+use super::{cdklm16, kp07};
 use super::params::SchemeName;
 use super::scheme::{Initial, Scheme};
 
@@ -18,7 +20,7 @@ pub fn scheme<T: Real>(
     name: SchemeName,
     p: &Physics,
     init: &Initial,
-    _rk: rk::Scheme,
+    rk: rk::Scheme,
     gpu: &Arc<Gpu>,
     opts: &GpuOptions,
 ) -> Result<Box<dyn Scheme<T>>> {
@@ -28,13 +30,7 @@ pub fn scheme<T: Real>(
         SchemeName::Ctcs => Ok(Box::new(CtcsCuda::<T>::new(p, init, gpu, opts)?)),
 
         // The finite-volume schemes.
-        SchemeName::Cdklm16 | SchemeName::Kp07 => not_yet(name),
+        SchemeName::Cdklm16 => Ok(Box::new(FvCuda::new::<Cdklm16Kernel, _>(p, init, rk, cdklm16::Op, gpu, opts)?)),
+        SchemeName::Kp07 => Ok(Box::new(FvCuda::new::<Kp07Kernel, _>(p, init, rk, kp07::Op, gpu, opts)?)),
     }
-}
-
-fn not_yet<T>(name: SchemeName) -> Result<T> {
-    input(format!(
-        "backend cuda: scheme {} of solver shallow_water has no CUDA kernels yet; use backend: cpu",
-        name.name()
-    ))
 }

@@ -319,7 +319,7 @@ impl<T: Real> Fd<T> {
         Ok(())
     }
 
-    /// Keep the first failure of a step (reported by [`Scheme::wait`]).
+    /// Keep the first failure of a step (reported by [`Scheme::failure`] or [`Scheme::wait`]).
     fn record(&mut self, r: Result<()>) {
         if let Err(e) = r {
             self.failed.get_or_insert(e);
@@ -432,6 +432,10 @@ impl<T: Real> Scheme<T> for FblCuda<T> {
         self.cur.write(&self.fd.stream, &self.cpu.cur)
     }
 
+    fn failure(&mut self) -> Result<()> {
+        self.fd.failed.take().map_or(Ok(()), Err)
+    }
+
     fn wait(&mut self) -> Result<()> {
         self.fd.wait()
     }
@@ -529,6 +533,10 @@ impl<T: Real> Scheme<T> for CtcsCuda<T> {
     fn restored(&mut self) -> Result<()> {
         self.cur.write(&self.fd.stream, &self.cpu.cur)?;
         self.prev.write(&self.fd.stream, &self.cpu.prev)
+    }
+
+    fn failure(&mut self) -> Result<()> {
+        self.fd.failed.take().map_or(Ok(()), Err)
     }
 
     fn wait(&mut self) -> Result<()> {

@@ -240,7 +240,7 @@ pub(super) struct Fv<T: Real, O> {
     cur: usize,
     dt: T,
     /// The initial fields, the exterior state of the sponges (only when there is a sponge).
-    exterior: Option<Q<T>>,
+    pub(super) exterior: Option<Q<T>>,
 }
 
 /// [`Operator::band`], in AVX-512F or AVX2 code where the CPU has it: the same operations
@@ -358,14 +358,14 @@ impl<T: Real, O: Operator<T>> Fv<T, O> {
 }
 
 /// `(&bufs[input], &bufs[q0], &mut bufs[out])`; `out` differs from both, `input` may be `q0`.
-fn split<T>(bufs: &mut [Q<T>; 3], input: usize, q0: usize, out: usize) -> (&Q<T>, &Q<T>, &mut Q<T>) {
+pub(super) fn split<B>(bufs: &mut [B; 3], input: usize, q0: usize, out: usize) -> (&B, &B, &mut B) {
     assert!(out != input && out != q0);
     let (mut a, mut b, mut c) = (None, None, None);
     for (n, buf) in bufs.iter_mut().enumerate() {
         if n == out {
             c = Some(buf);
         } else {
-            let buf: &Q<T> = buf;
+            let buf: &B = buf;
             if n == input {
                 a = Some(buf);
             }

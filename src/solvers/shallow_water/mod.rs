@@ -8,6 +8,7 @@
 
 pub mod cdklm16;
 mod fv;
+mod fv_cuda;
 pub mod ctcs;
 pub mod cuda;
 mod fd_boundary;
@@ -146,7 +147,7 @@ pub struct ShallowWater<T: Real> {
     initial_volume: f64,
     step: u64,
     time: f64,
-    /// `cpu`, or the device, kernel variant and block shape.
+    /// `cpu`, or the device and launch shape.
     backend: String,
 }
 
@@ -173,6 +174,10 @@ impl<T: Real> ShallowWater<T> {
             },
         };
         let grid = Grid { n: [p.nx, p.ny], origin: [0.0, 0.0], spacing: [p.dx, p.dy] };
+        let backend = match device {
+            Device::Cuda(gpu, o) => format!("cuda ({}, {} {}x{})", gpu.name, o.variant.name(), o.block[0], o.block[1]),
+            Device::Cpu(_) => "cpu".into(),
+        };
         let mut sw = ShallowWater {
             params: params.clone(),
             grid,
@@ -183,10 +188,7 @@ impl<T: Real> ShallowWater<T> {
             initial_volume: 0.0,
             step: 0,
             time: 0.0,
-            backend: match device {
-                Device::Cuda(gpu, o) => format!("cuda ({}, {} {}x{})", gpu.name, o.variant.name(), o.block[0], o.block[1]),
-                Device::Cpu(_) => "cpu".into(),
-            },
+            backend,
         };
         sw.check_depth()?;
         sw.dt = sw.next_dt()?;
@@ -312,13 +314,17 @@ impl<T: Real> Solver for ShallowWater<T> {
     }
     fn propose_dt(&mut self) -> Result<f64> {
         if self.params.courant.is_some() {
-            self.dt = self.next_dt()?;
+            let dt = self.next_dt();
+            // A device failure of the reduction says more than the NaN limit it leaves.
+            self.scheme.failure()?;
+            self.dt = dt?;
         }
         Ok(self.dt)
     }
 
     fn advance(&mut self, dt: f64) -> Result<()> {
         self.scheme.step(dt, self.step == 0);
+        self.scheme.failure()?;
         self.step += 1;
         self.time += dt;
         self.last_dt = dt;

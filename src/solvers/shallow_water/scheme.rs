@@ -46,8 +46,13 @@ pub trait Scheme<T: Real>: Send {
     fn restored(&mut self) -> crate::error::Result<()> {
         Ok(())
     }
-    /// Block until the work a device scheme queued has finished, and report the first failure
-    /// of the launches its steps queued (a step cannot return one).
+    /// The first device failure since the last call: a device scheme's [`Scheme::step`] only
+    /// queues work and keeps what fails for here.
+    fn failure(&mut self) -> crate::error::Result<()> {
+        Ok(())
+    }
+    /// Block until the work queued on a device has finished (for timing and before host reads),
+    /// reporting a kept failure first.
     fn wait(&mut self) -> crate::error::Result<()> {
         Ok(())
     }

@@ -177,6 +177,12 @@ API CUresult cuDriverGetVersion(int* v) {
     *v = 13000;
     return SUCCESS;
 }
+// NVRTC loads libcuda.so.1 when it can and asks it for the driver's private export tables;
+// the emulation has none, and says so (a missing symbol crashes NVRTC 13.5).
+API CUresult cuGetExportTable(const void** table, const void* /*id*/) {
+    if (table) *table = nullptr;
+    return NOT_SUPPORTED;
+}
 API CUresult cuDeviceGetCount(int* n) {
     if (!initialised) return NOT_INITIALIZED;
     *n = 1;

@@ -78,7 +78,13 @@ pub fn bench(o: &BenchOptions) -> Result<serde_json::Value> {
     o.gpu.validate()?;
     o.cpu.validate()?;
     let device = match o.backend {
-        Backend::Cuda => Device::Cuda(Gpu::open()?, o.gpu.clone()),
+        Backend::Cuda => {
+            let gpu = Gpu::open()?;
+            let name = entry.map_or(o.name.as_str(), |e| e.name);
+            let scheme = o.scheme.as_deref().or(entry.and_then(|e| e.schemes.first().copied()));
+            let (opts, _) = crate::tune::resolve(&gpu, &o.gpu, name, scheme, o.precision);
+            Device::Cuda(gpu, opts)
+        }
         _ => Device::Cpu(o.cpu.clone()),
     };
     let pool = rayon::ThreadPoolBuilder::new()
@@ -146,7 +152,7 @@ fn header(o: &BenchOptions, device: &Device, elements: usize, s: Option<&dyn Sol
             v["backend"] = "cuda".into();
             v["device"] = gpu.name.clone().into();
             v["variant"] = opts.variant.name().into();
-            v["block"] = serde_json::json!(opts.block);
+            v["block"] = serde_json::json!(opts.block());
         }
     }
     if let Some(tiling) = s.and_then(|s| s.tiling()) {
@@ -225,7 +231,7 @@ fn with_power(s: &mut dyn Solver, o: &BenchOptions, copy_bw: f64) -> Result<serd
 /// after three untimed ones, until `seconds` and at least 3 batches have passed; returns
 /// (steps, mean seconds per step). Each call advances as many steps as the solver takes at
 /// once (a temporally blocked sweep).
-fn time_steps(s: &mut dyn Solver, seconds: f64) -> Result<(u64, f64)> {
+pub(crate) fn time_steps(s: &mut dyn Solver, seconds: f64) -> Result<(u64, f64)> {
     let calls = if s.backend() == "cpu" { 1 } else { 10 };
     let per_call = s.steps_per_call();
     let batch = calls * per_call;

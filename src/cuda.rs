@@ -190,9 +190,10 @@ impl<K: Kernel> Kernels<K> {
 pub struct GpuOptions {
     #[serde(default)]
     pub variant: Variant,
-    /// Threads per block along x (contiguous) and y; 1D kernels use `block[0]`.
-    #[serde(default = "default_block")]
-    pub block: [u32; 2],
+    /// Threads per block along x (contiguous) and y; 1D kernels use `block[0]`. Unset: the
+    /// shape `sim tune` found best on the device, else [`DEFAULT_BLOCK`] (see [`GpuOptions::block`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block: Option<[u32; 2]>,
     /// Compile with --use_fast_math (off: IEEE results, no FMA contraction).
     #[serde(default)]
     pub fast_math: bool,
@@ -200,13 +201,12 @@ pub struct GpuOptions {
 
 impl Default for GpuOptions {
     fn default() -> Self {
-        GpuOptions { variant: Variant::default(), block: default_block(), fast_math: false }
+        GpuOptions { variant: Variant::default(), block: None, fast_math: false }
     }
 }
 
-fn default_block() -> [u32; 2] {
-    [512, 1]
-}
+/// Block shape of a case that sets none and has no tuned one.
+pub const DEFAULT_BLOCK: [u32; 2] = [512, 1];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
@@ -228,9 +228,14 @@ impl Variant {
 }
 
 impl GpuOptions {
+    /// The block shape kernels launch with.
+    pub fn block(&self) -> [u32; 2] {
+        self.block.unwrap_or(DEFAULT_BLOCK)
+    }
+
     /// Checks that need no device.
     pub fn validate(&self) -> Result<()> {
-        let [bx, by] = self.block;
+        let [bx, by] = self.block();
         if bx == 0 || by == 0 || bx as u64 * by as u64 > 1024 {
             return input(format!(
                 "gpu.block: [{bx}, {by}] must have positive sides and at most 1024 threads"

@@ -24,6 +24,7 @@ pub mod real;
 pub mod run;
 pub mod solver;
 pub mod solvers;
+pub mod tune;
 pub mod validate;
 #[cfg(test)]
 mod testing;

@@ -89,6 +89,22 @@ enum Command {
         #[arg(long)]
         out: PathBuf,
     },
+    /// Time a case on the CUDA device for a grid of block shapes; keep the fastest per
+    /// device, solver, scheme, precision and variant for runs that set no gpu.block.
+    Tune {
+        case: PathBuf,
+        #[arg(long, value_enum)]
+        precision: Option<Precision>,
+        /// Minimum timed seconds per block shape.
+        #[arg(long, default_value_t = 1.0)]
+        seconds: f64,
+        /// Block shapes to time, e.g. 16x8,32x4 (default: widths 8-1024 x heights 1-32).
+        #[arg(long)]
+        blocks: Option<String>,
+        /// Time one variant only (default: both).
+        #[arg(long, value_enum)]
+        variant: Option<Variant>,
+    },
     /// Time a solver's steps next to a COPY kernel: effective bandwidth, Mcells/s, RDP.
     Bench {
         /// copy | tridiag | heat1d | heat2d | cavity | lskum | shallow_water (any solver of the registry)
@@ -112,9 +128,9 @@ enum Command {
         /// CUDA kernel variant.
         #[arg(long, value_enum, default_value_t = Variant::L2)]
         variant: Variant,
-        /// CUDA block shape BX,BY.
-        #[arg(long, value_delimiter = ',', default_values_t = [512u32, 1])]
-        block: Vec<u32>,
+        /// CUDA block shape BX,BY (default: the one `sim tune` found best, else 512,1).
+        #[arg(long, value_delimiter = ',')]
+        block: Option<Vec<u32>>,
         /// Print the figures as JSON.
         #[arg(long)]
         json: bool,
@@ -150,6 +166,13 @@ fn main() -> ExitCode {
         Command::Check { case, precision, steps } => {
             let opts = RunOptions { case: Some(case), precision, steps, ..Default::default() };
             run::check(&opts).map(|s| print!("{s}"))
+        }
+        Command::Tune { case, precision, seconds, blocks, variant } => {
+            let blocks = blocks.as_deref().map(sim::tune::parse_blocks).transpose();
+            blocks.and_then(|blocks| {
+                let o = sim::tune::TuneOptions { case, precision, seconds, blocks, variant };
+                sim::tune::tune(&o).map(|t| print!("{t}"))
+            })
         }
         Command::Info => {
             print!("{}", sim::info::report());
@@ -187,9 +210,9 @@ fn main() -> ExitCode {
                 Backend::Auto => Backend::Cpu,
                 b => b,
             };
-            match block[..] {
-                [bx, by] => {
-                    let gpu = GpuOptions { variant, block: [bx, by], fast_math: false };
+            match block.as_deref() {
+                None | Some([_, _]) => {
+                    let gpu = GpuOptions { variant, block: block.map(|b| [b[0], b[1]]), fast_math: false };
                     let cpu = sim::cpu::CpuOptions { temporal_block };
                     let o = BenchOptions {
                         backend, gpu, cpu, name, size, scheme, precision, threads, seconds, batch, solver, renumber, power,
@@ -202,7 +225,7 @@ fn main() -> ExitCode {
                         }
                     })
                 }
-                _ => Err(sim::SimError::Input(format!("--block {block:?}: give two numbers, BX,BY (e.g. 512,1)"))),
+                Some(b) => Err(sim::SimError::Input(format!("--block {b:?}: give two numbers, BX,BY (e.g. 512,1)"))),
             }
         }
     };

@@ -63,7 +63,7 @@ fn boundaries_and_physics(scheme: &str, extra: &str, mixed: &str, steps: usize) 
                          bathymetry: {{waves: {{mean: 60, amplitude: 5, wavelength: 2500}}}}, \
                          initial: {{hump: {{shape: gaussian, amplitude: 1.0, radius: 1200, center: [3000, 2500]}}}}"
                     );
-                    let opts = GpuOptions { variant, block, fast_math: false };
+                    let opts = GpuOptions { variant, block: Some(block), fast_math: false };
                     assert_same(c.gpu(), &body, precision, opts, &vec![1.0; steps]);
                 }
             }
@@ -96,7 +96,7 @@ fn other_block_shapes_match_the_cpu_bitwise() {
             if scheme == "ctcs" { 2.0 } else { 0.0 }
         );
         for (variant, block) in [(Variant::Shared, [1024, 1]), (Variant::L2, [1, 64]), (Variant::Shared, [1, 32]), (Variant::Shared, [32, 32])] {
-            let opts = GpuOptions { variant, block, fast_math: false };
+            let opts = GpuOptions { variant, block: Some(block), fast_math: false };
             assert_same(c.gpu(), &body, Precision::F64, opts, &[1.0; 21]);
         }
     }
@@ -136,7 +136,7 @@ fn regression_cases_match_the_cpu_bitwise() {
             // Alternate precision and variant over the cases.
             let precision = if k % 2 == 0 { Precision::F32 } else { Precision::F64 };
             let variant = if k % 4 < 2 { Variant::L2 } else { Variant::Shared };
-            assert_same(c.gpu(), &body, precision, GpuOptions { variant, block: [32, 8], fast_math: false }, &dts);
+            assert_same(c.gpu(), &body, precision, GpuOptions { variant, block: Some([32, 8]), fast_math: false }, &dts);
         }
     }
 }
@@ -215,5 +215,46 @@ fn bad_block_shapes_are_refused_with_the_key() {
             assert!(stderr(&o).contains("gpu.block"), "{}", stderr(&o));
         }
     }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// `sim tune` times the listed block shapes in both variants (a shape the device refuses is a
+/// row, not a failure), keeps the fastest per variant, and a later run or bench that sets no
+/// `gpu.block` uses it and says so; a case's own block wins.
+#[test]
+fn tune_keeps_the_fastest_block_for_runs_that_set_none() {
+    let Some(_) = cuda() else { return };
+    let dir = scratch("gpu_sw_tune");
+    let cache = dir.join("cache");
+    let case = |gpu: &str| {
+        format!(
+            "name: t\nsolver:\n  shallow_water: {{scheme: ctcs, nx: 37, ny: 29, dx: 200, dt: 1.0, viscosity: 1.0, \
+             bathymetry: {{flat: 60}}, initial: {{bump: {{position: corner}}}}}}\ntime: {{end_step: 3}}\n{gpu}"
+        )
+    };
+    write(&dir, "case.yaml", &case("gpu: {variant: shared}\n"));
+    let sim = |args: &[&str]| ok(common::emulation::sim_cuda_command(&dir, args).env("SIM_CACHE_DIR", &cache).output().unwrap());
+    let o = sim(&["tune", "case.yaml", "--blocks", "16x8,32x4,2048x1", "--seconds", "0.01"]);
+    let text = String::from_utf8_lossy(&o.stdout).to_string();
+    for row in ["l2       16 x 8", "l2       32 x 4", "shared   16 x 8", "shared   32 x 4"] {
+        assert!(text.contains(row), "{row}:\n{text}");
+    }
+    assert_eq!(text.matches("2048 x 1    not launchable: gpu.block").count(), 2, "{text}");
+    let tuned: std::collections::BTreeMap<String, [u32; 2]> =
+        serde_json::from_slice(&std::fs::read(cache.join("tuned_blocks.json")).unwrap()).unwrap();
+    assert_eq!(tuned.len(), 2, "{tuned:?}");
+    let shared = tuned.iter().find(|(k, _)| k.contains("| shallow_water ctcs |") && k.ends_with("| shared")).expect("shared").1;
+    assert!(text.contains(&format!("fastest shared: {shared:?}")), "{text}");
+    // A run without gpu.block takes the tuned shape; one with its own block keeps it.
+    let summary = |out: &str| -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(dir.join(out).join("summary.json")).unwrap()).unwrap()
+    };
+    let o = sim(&["run", "case.yaml", "--backend", "cuda", "--overwrite", "--out", "tuned"]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("the fastest `sim tune` found"), "{o:?}");
+    let want = format!("shared {}x{}", shared[0], shared[1]);
+    assert!(summary("tuned")["backend"].as_str().unwrap().contains(&want), "{}", summary("tuned"));
+    write(&dir, "case.yaml", &case("gpu: {variant: shared, block: [8, 4]}\n"));
+    sim(&["run", "case.yaml", "--backend", "cuda", "--quiet", "--overwrite", "--out", "own"]);
+    assert!(summary("own")["backend"].as_str().unwrap().contains("shared 8x4"), "{}", summary("own"));
     std::fs::remove_dir_all(dir).unwrap();
 }

@@ -13,6 +13,7 @@ pub use plan::{Plan, RunOptions, plan};
 pub use report::summary_text;
 
 use crate::error::{Result, SimError, input};
+use crate::solvers::Device;
 use schedule::Stop;
 
 /// `sim check`: what the run would do, with the checks of `sim run` that need no fields.
@@ -46,7 +47,16 @@ pub fn check(opts: &RunOptions) -> Result<String> {
 pub fn run(opts: &RunOptions) -> Result<serde_json::Value> {
     let plan = plan(opts)?;
     let case = &plan.case;
-    let (device, note) = crate::solvers::choose_device(opts.backend.unwrap_or(case.backend), case)?;
+    let (device, mut note) = crate::solvers::choose_device(opts.backend.unwrap_or(case.backend), case)?;
+    let device = match device {
+        Device::Cuda(gpu, o) => {
+            let spec = case.solver.spec();
+            let (o, tuned) = crate::tune::resolve(&gpu, &o, case.solver.kind(), spec.scheme_name(), plan.precision);
+            note = note.into_iter().chain(tuned).reduce(|a, b| format!("{a}\n{b}"));
+            Device::Cuda(gpu, o)
+        }
+        cpu => cpu,
+    };
     let threads = match opts.threads {
         Some(n) => crate::validate::threads("--threads", n)?,
         None => crate::validate::threads("threads", case.threads)?,

@@ -41,6 +41,11 @@ pub trait SolverSpec {
     fn has_cuda(&self) -> bool {
         false
     }
+    /// The scheme, for a solver with several whose kernels differ (the tuned block shapes of
+    /// `sim tune` are kept per scheme).
+    fn scheme_name(&self) -> Option<&'static str> {
+        None
+    }
     /// Bytes of field storage the solver allocates (checked against the machine's memory).
     fn memory_estimate(&self, precision: Precision) -> usize;
     /// The length of a full step (None under pseudo-time), known before anything is built.

@@ -35,10 +35,10 @@ pub struct CavityCuda<T: Real> {
 impl<T: Real> CavityCuda<T> {
     /// Upload `u, v, p` (`nx x ny`, x contiguous) and prepare the kernels.
     pub fn new(gpu: &Gpu, opts: &GpuOptions, nx: usize, ny: usize, u: &[T], v: &[T], p: &[T]) -> Result<Self> {
-        gpu.check_block(opts.block)?;
+        gpu.check_block(opts.block())?;
         let kernels = gpu.kernels::<CavityKernel>(T::PRECISION, opts.fast_math)?;
-        let [bx, by] = opts.block;
-        let grid_dim = gpu.grid_2d(nx, ny, opts.block)?;
+        let [bx, by] = opts.block();
+        let grid_dim = gpu.grid_2d(nx, ny, opts.block())?;
         let (predictor, corrector, shared_mem_bytes) = match opts.variant {
             Variant::L2 => (CavityKernel::PredictorL2, CavityKernel::CorrectorL2, 0),
             // Three (bx+2) x (by+2) tiles.
@@ -54,7 +54,7 @@ impl<T: Real> CavityCuda<T> {
         let zeros = || stream.alloc_zeros::<T>(nx * ny).map_err(driver_err("allocation"));
         let (predictor, corrector) = (kernels.get(predictor), kernels.get(corrector));
         for f in [&predictor, &corrector] {
-            gpu.allow_shared(f, shared_mem_bytes, opts.block)?;
+            gpu.allow_shared(f, shared_mem_bytes, opts.block())?;
         }
         Ok(CavityCuda {
             predictor,

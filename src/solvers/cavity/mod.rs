@@ -426,7 +426,7 @@ impl<T: Real> Cavity<T> {
             for a in [&mut self.fields.us, &mut self.fields.vs, &mut self.fields.ps] {
                 *a = kernels::Padded::zeros(0, 0);
             }
-            self.backend = format!("cuda ({}, {} {}x{})", gpu.name, opts.variant.name(), opts.block[0], opts.block[1]);
+            self.backend = format!("cuda ({}, {} {}x{})", gpu.name, opts.variant.name(), opts.block()[0], opts.block()[1]);
         }
         Ok(self)
     }

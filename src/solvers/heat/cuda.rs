@@ -58,14 +58,14 @@ pub struct HeatCuda<T: Real> {
 
 impl<T: Real> HeatCuda<T> {
     pub fn new(gpu: &Gpu, opts: &GpuOptions, grid: &Grid, init: &[T]) -> Result<Self> {
-        gpu.check_block(opts.block)?;
+        gpu.check_block(opts.block())?;
         let kernels = gpu.kernels::<HeatKernel>(T::PRECISION, opts.fast_math)?;
         let [nx, ny] = grid.n;
-        let [bx, by] = opts.block;
+        let [bx, by] = opts.block();
         let (kernel, cfg) = if ny == 1 {
             (HeatKernel::Heat1d, LaunchConfig { grid_dim: ((nx as u32).div_ceil(bx), 1, 1), block_dim: (bx, 1, 1), shared_mem_bytes: 0 })
         } else {
-            let grid_dim = gpu.grid_2d(nx, ny, opts.block)?;
+            let grid_dim = gpu.grid_2d(nx, ny, opts.block())?;
             match opts.variant {
                 Variant::L2 => (HeatKernel::Heat2dL2, LaunchConfig { grid_dim, block_dim: (bx, by, 1), shared_mem_bytes: 0 }),
                 Variant::Shared => {
@@ -75,7 +75,7 @@ impl<T: Real> HeatCuda<T> {
             }
         };
         let func = kernels.get(kernel);
-        gpu.allow_shared(&func, cfg.shared_mem_bytes, opts.block)?;
+        gpu.allow_shared(&func, cfg.shared_mem_bytes, opts.block())?;
         Ok(HeatCuda { field: DeviceField::new(gpu, init)?, func, cfg, nx: nx as i32, ny: ny as i32 })
     }
 

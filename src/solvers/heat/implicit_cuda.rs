@@ -94,14 +94,14 @@ impl<T: Real> CudaImplicit<T> {
         method: Method,
         (solver, partitions): (TridiagonalSolver, usize),
     ) -> Result<Self> {
-        gpu.check_block(opts.block)?;
+        gpu.check_block(opts.block())?;
         let kernels = gpu.kernels::<TridiagKernel>(T::PRECISION, opts.fast_math)?;
         let [nx, ny] = grid.n;
-        let grid_2d = if ny > 1 { gpu.grid_2d(nx, ny, opts.block)? } else { (1, 1, 1) };
+        let grid_2d = if ny > 1 { gpu.grid_2d(nx, ny, opts.block())? } else { (1, 1, 1) };
         Ok(CudaImplicit {
             field: DeviceField::new(gpu, init)?,
             kernels,
-            block: opts.block,
+            block: opts.block(),
             grid_2d,
             nx,
             ny,

@@ -391,7 +391,7 @@ impl<T: Real> Heat<T> {
             *tiling = spec.tiling(T::PRECISION, opts, rayon::current_num_threads());
         }
         if let Device::Cuda(gpu, opts) = device {
-            let [bx, by] = opts.block;
+            let [bx, by] = opts.block();
             if let Engine::Implicit { imp, method } = &self.engine {
                 let (solver, partitions) = imp.solver();
                 let dev = implicit_cuda::CudaImplicit::new(gpu, opts, &self.grid, &self.temp, *method, (solver, partitions))?;

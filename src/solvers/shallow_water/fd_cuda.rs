@@ -241,7 +241,7 @@ fn line(n: usize) -> LaunchConfig {
 }
 
 impl<T: Real> Fd<T> {
-    /// `step` launched over `threads` (x, y) in blocks of `opts.block`, with `shared` bytes of
+    /// `step` launched over `threads` (x, y) in blocks of `opts.block()`, with `shared` bytes of
     /// dynamic shared memory in the shared variant; `boundary`: the module's `sw_fd_fill_ns`,
     /// `sw_fd_fill_ew` and `sw_fd_sponge`.
     #[allow(clippy::too_many_arguments)]
@@ -255,10 +255,10 @@ impl<T: Real> Fd<T> {
         threads: [usize; 2],
         shared: u32,
     ) -> Result<Self> {
-        let [bx, by] = opts.block;
-        let grid_dim = gpu.grid_2d(threads[0], threads[1], opts.block)?;
+        let [bx, by] = opts.block();
+        let grid_dim = gpu.grid_2d(threads[0], threads[1], opts.block())?;
         let shared_mem_bytes = if opts.variant == Variant::Shared { shared } else { 0 };
-        gpu.allow_shared(&step, shared_mem_bytes, opts.block)?;
+        gpu.allow_shared(&step, shared_mem_bytes, opts.block())?;
         let stream = gpu.stream.clone();
         let s = p.sides;
         let sides = FdSides {
@@ -362,7 +362,7 @@ pub struct FblCuda<T: Real> {
 
 impl<T: Real> FblCuda<T> {
     pub fn new(p: &Physics, init: &Initial, gpu: &Arc<Gpu>, opts: &GpuOptions) -> Result<Self> {
-        gpu.check_block(opts.block)?;
+        gpu.check_block(opts.block())?;
         let cpu = Fbl::<T>::new(p, init);
         let kernels = gpu.kernels::<FblKernel>(T::PRECISION, opts.fast_math)?;
         let step = match opts.variant {
@@ -370,7 +370,7 @@ impl<T: Real> FblCuda<T> {
             Variant::Shared => FblKernel::StepShared,
         };
         let functions = [step, FblKernel::FillNs, FblKernel::FillEw, FblKernel::Sponge].map(|k| kernels.get(k));
-        let [bx, by] = opts.block;
+        let [bx, by] = opts.block();
         // U* of (by+2) x (bx+1) faces and V* of (by+1) x bx faces.
         let shared = bytes::<T>((by + 2) * (bx + 1) + (by + 1) * bx);
         let fd = Fd::new(gpu, opts, p, &cpu.h, cpu.exterior.as_ref(), functions, [p.nx, p.ny], shared)?;
@@ -453,7 +453,7 @@ pub struct CtcsCuda<T: Real> {
 
 impl<T: Real> CtcsCuda<T> {
     pub fn new(p: &Physics, init: &Initial, gpu: &Arc<Gpu>, opts: &GpuOptions) -> Result<Self> {
-        gpu.check_block(opts.block)?;
+        gpu.check_block(opts.block())?;
         let cpu = Ctcs::<T>::new(p, init);
         let kernels = gpu.kernels::<CtcsKernel>(T::PRECISION, opts.fast_math)?;
         let step = match opts.variant {
@@ -461,7 +461,7 @@ impl<T: Real> CtcsCuda<T> {
             Variant::Shared => CtcsKernel::StepShared,
         };
         let functions = [step, CtcsKernel::FillNs, CtcsKernel::FillEw, CtcsKernel::Sponge].map(|k| kernels.get(k));
-        let [bx, by] = opts.block;
+        let [bx, by] = opts.block();
         // h and 1/h of (by+2) x (bx+2) cells, 1/D of (by+1) x (bx+1) corners.
         let shared = bytes::<T>(2 * (by + 2) * (bx + 2) + (by + 1) * (bx + 1));
         let fd = Fd::new(gpu, opts, p, &cpu.h, cpu.exterior.as_ref(), functions, [p.nx + 1, p.ny + 1], shared)?;

@@ -152,21 +152,21 @@ impl<T: Real> FvCuda<T> {
         opts: &GpuOptions,
     ) -> Result<Self> {
         opts.validate()?;
-        gpu.check_block(opts.block)?;
+        gpu.check_block(opts.block())?;
         let cpu = Fv::new(p, init, rk, op);
         let kernels = gpu.kernels::<K>(T::PRECISION, opts.fast_math)?;
         let (stage, shared_mem_bytes) = match opts.variant {
             Variant::L2 => (kernels.get(K::STAGE_L2), 0),
             Variant::Shared => {
-                let bytes = stage_shared_bytes::<T>(K::TILES, opts.block);
+                let bytes = stage_shared_bytes::<T>(K::TILES, opts.block());
                 let f = kernels.get(K::STAGE_SHARED);
-                gpu.allow_shared(&f, bytes.min(u32::MAX as u64) as u32, opts.block)?;
+                gpu.allow_shared(&f, bytes.min(u32::MAX as u64) as u32, opts.block())?;
                 (f, bytes as u32)
             }
         };
         let cfg = LaunchConfig {
-            grid_dim: gpu.grid_2d(p.nx, p.ny, opts.block)?,
-            block_dim: (opts.block[0], opts.block[1], 1),
+            grid_dim: gpu.grid_2d(p.nx, p.ny, opts.block())?,
+            block_dim: (opts.block()[0], opts.block()[1], 1),
             shared_mem_bytes,
         };
         let stream = gpu.stream.clone();

@@ -74,6 +74,9 @@ impl SolverSpec for ShallowWaterParams {
     fn has_cuda(&self) -> bool {
         true
     }
+    fn scheme_name(&self) -> Option<&'static str> {
+        Some(self.scheme.name())
+    }
     fn build(&self, precision: Precision, device: &Device) -> Result<Box<dyn Solver>> {
         crate::in_precision!(precision, |T| ShallowWater::<T>::on(self, device))
     }
@@ -175,7 +178,7 @@ impl<T: Real> ShallowWater<T> {
         };
         let grid = Grid { n: [p.nx, p.ny], origin: [0.0, 0.0], spacing: [p.dx, p.dy] };
         let backend = match device {
-            Device::Cuda(gpu, o) => format!("cuda ({}, {} {}x{})", gpu.name, o.variant.name(), o.block[0], o.block[1]),
+            Device::Cuda(gpu, o) => format!("cuda ({}, {} {}x{})", gpu.name, o.variant.name(), o.block()[0], o.block()[1]),
             Device::Cpu(_) => "cpu".into(),
         };
         let mut sw = ShallowWater {

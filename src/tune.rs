@@ -1,0 +1,159 @@
+//! `sim tune CASE`: the block-shape sweep. Times the case's solver on the CUDA device for a
+//! grid of block shapes in each kernel variant, prints the table, and keeps the fastest shape
+//! per device, solver, scheme, precision and variant in the kernel cache folder, so that later
+//! runs and benchmarks whose case (or command line) sets no `gpu.block` use it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::case::Case;
+use crate::cuda::{Gpu, GpuOptions, Variant};
+use crate::error::{Result, SimError, input};
+use crate::real::Precision;
+use crate::solvers::Device;
+
+/// What `sim tune` sweeps.
+#[derive(Clone, Debug)]
+pub struct TuneOptions {
+    pub case: PathBuf,
+    pub precision: Option<Precision>,
+    /// Minimum timed seconds per block shape.
+    pub seconds: f64,
+    /// Block shapes to time (default: [`candidates`]).
+    pub blocks: Option<Vec<[u32; 2]>>,
+    /// Variants to time (default: both).
+    pub variant: Option<Variant>,
+}
+
+/// Block shapes of the default sweep: widths 8 to 1024 and heights 1 to 32 (GPU Ocean swept
+/// 4 to 32 each way), from 32 threads (a warp) to 1024.
+pub fn candidates() -> Vec<[u32; 2]> {
+    let mut v = Vec::new();
+    for bx in [8, 16, 32, 64, 128, 256, 512, 1024] {
+        for by in [1, 2, 4, 8, 16, 32] {
+            if (32..=1024).contains(&(bx * by)) {
+                v.push([bx, by]);
+            }
+        }
+    }
+    v
+}
+
+/// The file of tuned shapes: a JSON object from [`key`] to `[bx, by]`.
+pub fn cache_file() -> Option<PathBuf> {
+    crate::cuda::cache_dir().map(|d| d.join("tuned_blocks.json"))
+}
+
+/// What a tuned shape holds for: device, solver (and scheme), precision and variant.
+pub fn key(gpu: &Gpu, solver: &str, scheme: Option<&str>, precision: Precision, variant: Variant) -> String {
+    let solver = scheme.map_or(solver.to_string(), |s| format!("{solver} {s}"));
+    format!("{} | {solver} | {} | {}", gpu.name, precision.name(), variant.name())
+}
+
+fn read(path: &Path) -> BTreeMap<String, [u32; 2]> {
+    // A missing or unreadable file only means nothing is tuned yet.
+    std::fs::read(path).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default()
+}
+
+/// `opts` with the tuned block shape where it sets none, and a note saying so.
+pub fn resolve(gpu: &Gpu, opts: &GpuOptions, solver: &str, scheme: Option<&str>, precision: Precision) -> (GpuOptions, Option<String>) {
+    let Some(file) = cache_file().filter(|_| opts.block.is_none()) else { return (opts.clone(), None) };
+    match read(&file).get(&key(gpu, solver, scheme, precision, opts.variant)) {
+        Some(&block) => {
+            let note = format!("gpu.block: {block:?}, the fastest `sim tune` found on {} ({})", gpu.name, file.display());
+            (GpuOptions { block: Some(block), ..opts.clone() }, Some(note))
+        }
+        None => (opts.clone(), None),
+    }
+}
+
+/// Run the sweep; returns the table as text.
+pub fn tune(o: &TuneOptions) -> Result<String> {
+    if !(o.seconds.is_finite() && o.seconds > 0.0) {
+        return input(format!("--seconds {}: must be positive", o.seconds));
+    }
+    let (case, _) = Case::load(&o.case)?;
+    let spec = case.solver.spec();
+    let kind = case.solver.kind();
+    if !spec.has_cuda() {
+        return input(format!("sim tune: solver {kind} has no CUDA kernels"));
+    }
+    let precision = o.precision.unwrap_or(case.precision);
+    let gpu = Gpu::open()?;
+    let scheme = spec.scheme_name();
+    let blocks = o.blocks.clone().unwrap_or_else(candidates);
+    let variants = o.variant.map_or(vec![Variant::L2, Variant::Shared], |v| vec![v]);
+    let mut text = format!(
+        "sim tune {} ({kind}{}, {}) on {}\n  variant  block        Mcells/s   s/step\n",
+        o.case.display(),
+        scheme.map(|s| format!(" {s}")).unwrap_or_default(),
+        precision.name(),
+        gpu.name
+    );
+    let mut best: Vec<(Variant, [u32; 2], f64)> = Vec::new();
+    for &variant in &variants {
+        let mut fastest: Option<([u32; 2], f64)> = None;
+        for &block in &blocks {
+            let opts = GpuOptions { variant, block: Some(block), ..case.gpu.clone() };
+            let shape = format!("{} x {}", block[0], block[1]);
+            let timed = crate::solvers::build_on(&case, precision, &Device::Cuda(gpu.clone(), opts))
+                .and_then(|mut s| crate::bench::time_steps(s.as_mut(), o.seconds).map(|(_, t)| (s.mesh().len() as f64 / t / 1e6, t)));
+            match timed {
+                Ok((mcells, t)) => {
+                    text += &format!("  {:<8} {shape:<11} {mcells:>9.1}   {t:.3e}\n", variant.name());
+                    if fastest.is_none_or(|(_, m)| mcells > m) {
+                        fastest = Some((block, mcells));
+                    }
+                }
+                // A shape the device or the kernel cannot launch is a row, not the end.
+                Err(SimError::Input(why)) => text += &format!("  {:<8} {shape:<11} not launchable: {why}\n", variant.name()),
+                Err(e) => return Err(e),
+            }
+        }
+        if let Some((block, mcells)) = fastest {
+            best.push((variant, block, mcells));
+        }
+    }
+    if best.is_empty() {
+        return input("sim tune: no block shape could be launched");
+    }
+    let file = cache_file().ok_or_else(|| SimError::Input("sim tune: no cache folder (set SIM_CACHE_DIR or HOME)".into()))?;
+    let mut tuned = read(&file);
+    for &(variant, block, mcells) in &best {
+        tuned.insert(key(&gpu, kind, scheme, precision, variant), block);
+        text += &format!("fastest {}: {block:?} ({mcells:.1} Mcells/s)\n", variant.name());
+    }
+    std::fs::create_dir_all(file.parent().unwrap_or(Path::new(".")))
+        .map_err(|e| SimError::Input(format!("{}: {e}", file.display())))?;
+    let json = serde_json::to_vec_pretty(&tuned).expect("a map of strings to pairs serialises");
+    crate::io::write_atomic(&file, &json)?;
+    text += &format!("kept in {} for runs that set no gpu.block\n", file.display());
+    Ok(text)
+}
+
+/// `--blocks 16x8,32x4`.
+pub fn parse_blocks(s: &str) -> Result<Vec<[u32; 2]>> {
+    s.split(',')
+        .map(|b| {
+            let (x, y) = b.trim().split_once('x').unwrap_or((b.trim(), "1"));
+            match (x.parse::<u32>(), y.parse::<u32>()) {
+                (Ok(x), Ok(y)) if x > 0 && y > 0 => Ok([x, y]),
+                _ => input(format!("--blocks {s}: give shapes as BXxBY, comma-separated (e.g. 16x8,32x4)")),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_sweep_and_block_lists() {
+        let c = candidates();
+        assert!(c.contains(&[16, 16]) && c.contains(&[32, 8]) && c.contains(&[1024, 1]));
+        assert!(c.iter().all(|[x, y]| (32..=1024).contains(&(x * y))));
+        assert_eq!(parse_blocks("16x8, 32x4,256").unwrap(), [[16, 8], [32, 4], [256, 1]]);
+        assert!(parse_blocks("16x0").is_err() && parse_blocks("a").is_err());
+    }
+}

@@ -185,7 +185,7 @@ impl<K: Kernel> Kernels<K> {
 }
 
 /// `gpu:` section of a case: kernel variant and block shape.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GpuOptions {
     #[serde(default)]
@@ -199,11 +199,6 @@ pub struct GpuOptions {
     pub fast_math: bool,
 }
 
-impl Default for GpuOptions {
-    fn default() -> Self {
-        GpuOptions { variant: Variant::default(), block: None, fast_math: false }
-    }
-}
 
 /// Block shape of a case that sets none and has no tuned one.
 pub const DEFAULT_BLOCK: [u32; 2] = [512, 1];

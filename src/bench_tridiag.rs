@@ -46,7 +46,8 @@ pub fn bench(o: &BenchOptions) -> Result<serde_json::Value> {
 fn figures<T: Real>(o: &BenchOptions, solver: &str, size: usize, batch: usize) -> Result<serde_json::Value> {
     let elements = size * batch;
     let a = matrix::<T>(size, T::one());
-    let mut d: Vec<T> = (0..elements).into_par_iter().map(|k| T::of(1.0 + (k % 7) as f64 * 0.1)).collect();
+    let mut d: Vec<T> = crate::padded::zeroed_huge(elements);
+    d.par_iter_mut().enumerate().for_each(|(k, x)| *x = T::of(1.0 + (k % 7) as f64 * 0.1));
     let bytes = (2 * elements * o.precision.bytes()) as f64;
     let copy = crate::bench::copy::<T>(&crate::solvers::Device::Cpu(Default::default()), elements, size.min(1 << 14), o.seconds)?;
     let copy_bw = bytes / copy.1 / 1e9;

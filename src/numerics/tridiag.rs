@@ -189,26 +189,75 @@ impl<T: Real> Thomas<T> {
             let (c0, c1) = (block * cols, ((block + 1) * cols).min(width));
             // SAFETY: each task touches only columns c0..c1 of each row; the ranges of
             // different tasks are disjoint and all lie inside `d` (m * width elements).
-            let row = |i: usize| unsafe { std::slice::from_raw_parts_mut(base.get().add(i * width + c0), c1 - c0) };
-            let inv0 = self.inv[0];
-            for v in row(0) {
-                *v = *v * inv0;
-            }
-            for i in 1..m {
-                let (l, inv, _) = self.at(i);
-                let (prev, cur) = (row(i - 1), row(i));
-                for (x, p) in cur.iter_mut().zip(prev.iter()) {
-                    *x = (*x - l * *p) * inv;
-                }
-            }
-            for i in (0..m - 1).rev() {
-                let (_, _, u) = self.at(i);
-                let (cur, next) = (row(i), row(i + 1));
-                for (x, n) in cur.iter_mut().zip(next.iter()) {
-                    *x = *x - u * *n;
-                }
-            }
+            unsafe { self.columns(base, width, c0, c1) }
         });
+    }
+
+    /// Columns `c0..c1` of the interleaved systems at `base` (rows `width` long). The
+    /// AVX-512 or AVX2 build is chosen at run time where the CPU has it: the same operations
+    /// on the same values (Rust never contracts to FMA), several columns per instruction.
+    ///
+    /// # Safety
+    /// `base` holds `m * width` elements, and no other thread touches columns `c0..c1`.
+    unsafe fn columns(&self, base: SendPtr<T>, width: usize, c0: usize, c1: usize) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                // SAFETY: the CPU has AVX-512F (checked just above); the caller's promise.
+                return unsafe { self.columns_avx512(base, width, c0, c1) };
+            }
+            if std::arch::is_x86_feature_detected!("avx2") {
+                // SAFETY: as above, with AVX2.
+                return unsafe { self.columns_avx2(base, width, c0, c1) };
+            }
+        }
+        // SAFETY: the caller's promise.
+        unsafe { self.columns_body(base, width, c0, c1) }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn columns_avx512(&self, base: SendPtr<T>, width: usize, c0: usize, c1: usize) {
+        // SAFETY: the caller's promise.
+        unsafe { self.columns_body(base, width, c0, c1) }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn columns_avx2(&self, base: SendPtr<T>, width: usize, c0: usize, c1: usize) {
+        // SAFETY: the caller's promise.
+        unsafe { self.columns_body(base, width, c0, c1) }
+    }
+
+    #[inline(always)]
+    unsafe fn columns_body(&self, base: SendPtr<T>, width: usize, c0: usize, c1: usize) {
+        let m = self.m;
+        // SAFETY: the caller's promise.
+        let row = |i: usize| unsafe { std::slice::from_raw_parts_mut(base.get().add(i * width + c0), c1 - c0) };
+        let inv0 = self.inv[0];
+        for v in row(0) {
+            *v = *v * inv0;
+        }
+        for i in 1..m {
+            // The hardware prefetchers follow a 256-byte block down a column of rows a few
+            // kilobytes apart only slowly: ask for the rows ahead.
+            if i + PREFETCH_ROWS < m {
+                // SAFETY: row i + PREFETCH_ROWS lies inside `d` (the caller's promise).
+                prefetch(unsafe { base.get().add((i + PREFETCH_ROWS) * width + c0) }, c1 - c0);
+            }
+            let (l, inv, _) = self.at(i);
+            let (prev, cur) = (row(i - 1), row(i));
+            for (x, p) in cur.iter_mut().zip(prev.iter()) {
+                *x = (*x - l * *p) * inv;
+            }
+        }
+        for i in (0..m - 1).rev() {
+            let (_, _, u) = self.at(i);
+            let (cur, next) = (row(i), row(i + 1));
+            for (x, n) in cur.iter_mut().zip(next.iter()) {
+                *x = *x - u * *n;
+            }
+        }
     }
 
     /// Solve the systems stored one after another (`d.len() / m` of them), in parallel over
@@ -254,6 +303,21 @@ impl<T: Real> Thomas<T> {
                 r[i] = r[i] - u * r[i + 1];
             }
         }
+    }
+}
+
+/// How far ahead of the forward sweep of [`Thomas::solve_interleaved`] rows are prefetched
+/// (the fastest of 4 to 32 on a 4096 x 4096 batch).
+const PREFETCH_ROWS: usize = 16;
+
+/// Ask for the cache lines of `n` elements at `p` (a hint: no effect on results).
+#[inline(always)]
+fn prefetch<T>(p: *const T, n: usize) {
+    #[cfg(target_arch = "x86_64")]
+    for b in (0..n * std::mem::size_of::<T>()).step_by(64) {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        // SAFETY: a prefetch never faults, whatever the address.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>((p as *const i8).wrapping_add(b)) };
     }
 }
 

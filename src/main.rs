@@ -112,6 +112,9 @@ enum Command {
         /// CUDA kernel variant.
         #[arg(long, value_enum, default_value_t = Variant::L2)]
         variant: Variant,
+        /// lskum on CUDA: the flux residual as one kernel (fused) or four (split).
+        #[arg(long, value_enum, default_value_t = sim::cuda::Flux::Fused)]
+        flux: sim::cuda::Flux,
         /// CUDA block shape BX,BY.
         #[arg(long, value_delimiter = ',', default_values_t = [512u32, 1])]
         block: Vec<u32>,
@@ -174,6 +177,7 @@ fn main() -> ExitCode {
             seconds,
             backend,
             variant,
+            flux,
             block,
             json,
             temporal_block,
@@ -189,7 +193,7 @@ fn main() -> ExitCode {
             };
             match block[..] {
                 [bx, by] => {
-                    let gpu = GpuOptions { variant, block: [bx, by], fast_math: false };
+                    let gpu = GpuOptions { variant, block: [bx, by], fast_math: false, flux };
                     let cpu = sim::cpu::CpuOptions { temporal_block };
                     let o = BenchOptions {
                         backend, gpu, cpu, name, size, scheme, precision, threads, seconds, batch, solver, renumber, power,

@@ -1,7 +1,7 @@
 //! Every CUDA kernel compiles with NVRTC in both precisions (no GPU needed). CI installs
 //! NVRTC from PyPI (`nvidia-cuda-nvrtc`), so a broken kernel fails the build there.
 
-use sim::cuda::{self, CavityKernel, CtcsKernel, FblKernel, HeatKernel, KERNELS, Kernel, TridiagKernel};
+use sim::cuda::{self, CavityKernel, CtcsKernel, FblKernel, HeatKernel, KERNELS, Kernel, LskumKernel, TridiagKernel};
 use sim::real::Precision;
 
 /// NVRTC present, or (outside CI) a printed note and `false`.
@@ -76,6 +76,7 @@ fn kernel_handles_match_the_kernel_files() {
     handles_match_the_file::<TridiagKernel>();
     handles_match_the_file::<FblKernel>();
     handles_match_the_file::<CtcsKernel>();
+    handles_match_the_file::<LskumKernel>();
     // Every kernel file has its handles.
     let mut files: Vec<&str> = KERNELS.iter().map(|(name, _)| *name).collect();
     files.sort();
@@ -85,6 +86,7 @@ fn kernel_handles_match_the_kernel_files() {
         TridiagKernel::FILE,
         FblKernel::FILE,
         CtcsKernel::FILE,
+        LskumKernel::FILE,
     ];
     covered.sort();
     assert_eq!(files, covered, "kernel files without a handle enum");

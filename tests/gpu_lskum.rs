@@ -1,10 +1,11 @@
-//! q-LSKUM on the CUDA back end against the CPU back end, bitwise: on a real GPU where one is
-//! usable (where CUDA's exp/log differ from glibc's in the last bits, so these tests expect a
-//! GPU that agrees at round-off only and are meant for the emulation), else on the emulated
-//! CUDA driver of `tests/cuda_on_cpu/` (see tests/gpu.rs). Both flux variants (fused, split)
-//! and both scratch variants (registers, shared memory) are compared in the state, the
-//! residual norm and the force coefficients after every iteration, on the stored regression
-//! setups of spec lskum.md §11, which the CUDA runs also meet against the reference data.
+//! q-LSKUM on the CUDA back end against the CPU back end: bitwise on the emulated CUDA driver
+//! of `tests/cuda_on_cpu/` (see tests/gpu.rs), whose exp, log and pow are glibc's as on the
+//! CPU; on a real GPU, whose exp/log/pow differ from glibc's in the last bits, to a relative
+//! [`DEVICE_BOUND`] (an expected bound: no GPU has run these tests yet). Both flux variants
+//! (fused, split) and both scratch variants (registers, shared memory) are compared in the
+//! state, the residual norm and the force coefficients after every iteration, on the stored
+//! regression setups of spec lskum.md §11, which the CUDA runs also meet against the
+//! reference data.
 
 mod common;
 use common::emulation::{cuda, sim_cuda};
@@ -57,21 +58,34 @@ fn variants() -> [GpuOptions; 4] {
     ]
 }
 
-fn bits(v: &[[f64; 4]]) -> Vec<u64> {
-    v.iter().flatten().map(|x| x.to_bits()).collect()
+/// Relative difference allowed on a real GPU (round-off of CUDA's exp/log/pow, amplified over
+/// a few tens of iterations).
+const DEVICE_BOUND: f64 = 1e-9;
+
+/// Whether `a` and `b` agree: bit for bit (`exact`), else to [`DEVICE_BOUND`] relative.
+fn same(a: &[f64], b: &[f64], exact: bool) -> bool {
+    let close = |x: f64, y: f64| {
+        if exact { x.to_bits() == y.to_bits() } else { (x - y).abs() <= DEVICE_BOUND * y.abs().max(1e-3) }
+    };
+    a.len() == b.len() && a.iter().zip(b).all(|(&x, &y)| close(x, y))
 }
 
-fn coefficient_bits(s: &Lskum) -> Vec<u64> {
+fn flat(v: &[[f64; 4]]) -> Vec<f64> {
+    v.iter().flatten().copied().collect()
+}
+
+fn coefficients(s: &Lskum) -> Vec<f64> {
     let (a, b, c) = s.coefficients_of(ForcePoints::Shape);
     let (d, e, f) = s.coefficients_of(ForcePoints::Wall);
-    [a, b, c, d, e, f].map(f64::to_bits).to_vec()
+    vec![a, b, c, d, e, f]
 }
 
 /// Run `p` for `iterations` on the CPU and on the device with each of `devices`, comparing the
 /// state, residual norm, residue and coefficients after every iteration; `check(it, run)`
-/// sees every device iteration. Returns the device runs.
+/// sees every device iteration.
 fn assert_parity(p: &LskumParams, iterations: u64, devices: &[GpuOptions], check: &dyn Fn(u64, &Lskum)) {
     let Some(c) = cuda() else { return };
+    let exact = c.emulated();
     let mut cpu = Lskum::new(p).unwrap();
     let mut devs: Vec<(String, Lskum)> = devices
         .iter()
@@ -85,10 +99,11 @@ fn assert_parity(p: &LskumParams, iterations: u64, devices: &[GpuOptions], check
         for (what, d) in &mut devs {
             d.try_iterate().unwrap();
             d.sync().unwrap();
-            assert_eq!(d.residual_norm().to_bits(), cpu.residual_norm().to_bits(), "{what}: residual at iteration {it}");
-            assert_eq!(d.residue().to_bits(), cpu.residue().to_bits(), "{what}: residue at iteration {it}");
-            assert!(bits(&d.prim()) == bits(&cpu.prim()), "{what}: the state differs at iteration {it}");
-            assert_eq!(coefficient_bits(d), coefficient_bits(&cpu), "{what}: coefficients at iteration {it}");
+            let (r, rc) = ([d.residual_norm(), d.residue()], [cpu.residual_norm(), cpu.residue()]);
+            assert!(same(&r, &rc, exact), "{what}: residual norm and residue at iteration {it}: {r:?} vs {rc:?}");
+            assert!(same(&flat(&d.prim()), &flat(&cpu.prim()), exact), "{what}: the state differs at iteration {it}");
+            let (k, kc) = (coefficients(d), coefficients(&cpu));
+            assert!(same(&k, &kc, exact), "{what}: coefficients at iteration {it}: {k:?} vs {kc:?}");
             check(it, d);
         }
     }
@@ -157,8 +172,9 @@ fn warm_kernel_cache(gpu: &sim::cuda::Gpu) {
     gpu.kernels::<HeatKernel>(Precision::F64, false).unwrap();
 }
 
-/// CPU all the way; CPU then CUDA; CUDA then CPU, through `sim run` with checkpoints: the
-/// last checkpoints are bitwise equal, and the history too.
+/// Through `sim run` with checkpoints: CUDA all the way equals CUDA restarted on CUDA bit for
+/// bit (everywhere); under the emulation, CPU all the way, CPU then CUDA and CUDA then CPU
+/// equal it too, in the last checkpoint, the history and the output written from the device.
 #[test]
 fn runs_and_checkpoints_move_between_back_ends() {
     let Some(c) = cuda() else { return };
@@ -171,27 +187,45 @@ fn runs_and_checkpoints_move_between_back_ends() {
     );
     write(&dir, "case.yaml", &text);
     let run = |args: &[&str]| ok(sim_cuda(&dir, args));
-    run(&["run", "case.yaml", "--quiet", "--overwrite", "--out", "cpu", "--backend", "cpu"]);
-    run(&["run", "case.yaml", "--quiet", "--overwrite", "--out", "to_gpu", "--steps", "3", "--backend", "cpu"]);
-    run(&["run", "--restart", "to_gpu", "--backend", "cuda", "--quiet"]);
-    run(&["run", "case.yaml", "--quiet", "--overwrite", "--out", "to_cpu", "--steps", "3", "--backend", "cuda"]);
-    run(&["run", "--restart", "to_cpu", "--backend", "cpu", "--quiet"]);
+    let runs = [
+        ("cpu", "cpu", None),
+        ("gpu", "cuda", None),
+        ("to_gpu", "cpu", Some("cuda")),
+        ("to_cpu", "cuda", Some("cpu")),
+        ("gpu_gpu", "cuda", Some("cuda")),
+    ];
+    for (out, first, then) in runs {
+        match then {
+            None => run(&["run", "case.yaml", "--quiet", "--overwrite", "--out", out, "--backend", first]),
+            Some(then) => {
+                run(&["run", "case.yaml", "--quiet", "--overwrite", "--out", out, "--steps", "3", "--backend", first]);
+                run(&["run", "--restart", out, "--backend", then, "--quiet"])
+            }
+        };
+    }
     let last = |d: &str| sim::io::checkpoint::read(&sim::io::checkpoint::list(&dir.join(d)).pop().unwrap().1).unwrap();
-    let ((m1, a1), (m2, a2), (m3, a3)) = (last("cpu"), last("to_gpu"), last("to_cpu"));
-    assert_eq!((m1.step, m2.step, m3.step), (6, 6, 6));
-    assert!(a1 == a2, "CPU then CUDA");
-    assert!(a1 == a3, "CUDA then CPU");
-    assert!(m2.backend.starts_with("cuda"), "{}", m2.backend);
-    assert_eq!(m3.backend, "cpu");
     // The history rows without the wall-clock column.
     let rows = |d: &str| -> Vec<String> {
         let text = std::fs::read_to_string(dir.join(d).join("history.csv")).unwrap();
         text.lines().map(|l| l.split(',').enumerate().filter(|(k, _)| *k != 2).map(|(_, v)| v).collect()).collect()
     };
-    assert_eq!(rows("cpu").last(), rows("to_gpu").last());
-    assert_eq!(rows("cpu").last(), rows("to_cpu").last());
-    let vtu = |d: &str| std::fs::read(dir.join(d).join("l_00000003.vtu")).unwrap();
-    assert!(vtu("cpu") == vtu("to_cpu"), "the output at iteration 3 (written on the device) differs");
+    let (m0, a0) = last("gpu");
+    let (m1, a1) = last("gpu_gpu");
+    assert_eq!((m0.step, m1.step), (6, 6));
+    assert!(m0.backend.starts_with("cuda") && m1.backend.starts_with("cuda"), "{}", m1.backend);
+    assert!(a0 == a1, "CUDA restarted on CUDA");
+    assert_eq!(rows("gpu").last(), rows("gpu_gpu").last());
+    if c.emulated() {
+        for d in ["cpu", "to_gpu", "to_cpu"] {
+            let (m, a) = last(d);
+            assert_eq!(m.step, 6, "{d}");
+            assert!(a == a0, "{d}: the last checkpoint differs from CUDA all the way");
+            assert_eq!(rows(d).last(), rows("gpu").last(), "{d}");
+        }
+        assert_eq!(last("to_cpu").0.backend, "cpu");
+        let vtu = |d: &str| std::fs::read(dir.join(d).join("l_00000003.vtu")).unwrap();
+        assert!(vtu("cpu") == vtu("gpu"), "the output at iteration 3 (written from the device) differs");
+    }
     std::fs::remove_dir_all(dir).unwrap();
 }
 

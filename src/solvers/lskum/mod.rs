@@ -249,6 +249,8 @@ impl Lskum {
     pub fn on(mut self, device: &Device) -> Result<Self> {
         if let Device::Cuda(gpu, o) = device {
             self.dev = Some(cuda::LskumCuda::new(gpu, o, &self.cloud, &self.st.prim, &self.set)?);
+            // The host keeps the state's copy only, not the CPU scheme's scratch.
+            self.st = State { prim: std::mem::take(&mut self.st.prim), ..State::new(0, self.set.winf) };
             let scratch = match o.variant {
                 crate::cuda::Variant::L2 => "registers",
                 crate::cuda::Variant::Shared => "shared",

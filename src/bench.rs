@@ -153,6 +153,9 @@ fn header(o: &BenchOptions, device: &Device, elements: usize, s: Option<&dyn Sol
             v["device"] = gpu.name.clone().into();
             v["variant"] = opts.variant.name().into();
             v["block"] = serde_json::json!(opts.block());
+            if o.name == "lskum" {
+                v["flux"] = opts.flux.name().into();
+            }
         }
     }
     if let Some(tiling) = s.and_then(|s| s.tiling()) {

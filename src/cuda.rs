@@ -24,6 +24,7 @@ pub const KERNELS: &[(&str, &str)] = &[
     ("shallow_water_ctcs", include_str!("../kernels/shallow_water_ctcs.cu")),
     ("shallow_water_cdklm16", include_str!("../kernels/shallow_water_cdklm16.cu")),
     ("shallow_water_kp07", include_str!("../kernels/shallow_water_kp07.cu")),
+    ("lskum", include_str!("../kernels/lskum.cu")),
 ];
 
 /// The kernels of one file in `kernels/`: a typed handle per `__global__` function (those of
@@ -161,6 +162,30 @@ kernel_handles! {
     }
 }
 
+kernel_handles! {
+    /// The kernels of `kernels/lskum.cu`: q-LSKUM on a point cloud (f64 whatever the
+    /// precision it is compiled with).
+    LskumKernel in "lskum" {
+        /// `copy1d` of the common header.
+        Copy1d = "copy1d",
+        Timestep = "lskum_timestep",
+        QVariables = "lskum_q_variables",
+        QDerivatives = "lskum_q_derivatives",
+        Inner = "lskum_inner",
+        FluxFused = "lskum_flux_fused",
+        FluxFusedShared = "lskum_flux_fused_shared",
+        FluxGxPos = "lskum_flux_gxpos",
+        FluxGxPosShared = "lskum_flux_gxpos_shared",
+        FluxGxNeg = "lskum_flux_gxneg",
+        FluxGxNegShared = "lskum_flux_gxneg_shared",
+        FluxGyPos = "lskum_flux_gypos",
+        FluxGyPosShared = "lskum_flux_gypos_shared",
+        FluxGyNeg = "lskum_flux_gyneg",
+        FluxGyNegShared = "lskum_flux_gyneg_shared",
+        Update = "lskum_update",
+    }
+}
+
 /// The names of the `__global__` functions defined in `src`, in order.
 pub fn global_names(src: &str) -> Vec<&str> {
     src.match_indices("__global__ void ")
@@ -197,8 +222,31 @@ pub struct GpuOptions {
     /// Compile with --use_fast_math (off: IEEE results, no FMA contraction).
     #[serde(default)]
     pub fast_math: bool,
+    /// lskum: the flux residual as one kernel or as four (one per split flux).
+    #[serde(default)]
+    pub flux: Flux,
 }
 
+/// `gpu.flux` (lskum): how the flux residual is split into kernels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Flux {
+    /// One kernel computes the four split-flux derivatives of a point in one pass.
+    #[default]
+    Fused,
+    /// Four kernels (Gx+, Gx-, Gy+, Gy-), each adding its derivative to the residual: fewer
+    /// registers per kernel, higher occupancy (Mamidi et al.).
+    Split,
+}
+
+impl Flux {
+    pub fn name(self) -> &'static str {
+        match self {
+            Flux::Fused => "fused",
+            Flux::Split => "split",
+        }
+    }
+}
 
 /// Block shape of a case that sets none and has no tuned one.
 pub const DEFAULT_BLOCK: [u32; 2] = [512, 1];

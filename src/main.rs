@@ -128,6 +128,9 @@ enum Command {
         /// CUDA kernel variant.
         #[arg(long, value_enum, default_value_t = Variant::L2)]
         variant: Variant,
+        /// lskum on CUDA: the flux residual as one kernel (fused) or four (split).
+        #[arg(long, value_enum, default_value_t = sim::cuda::Flux::Fused)]
+        flux: sim::cuda::Flux,
         /// CUDA block shape BX,BY (default: the one `sim tune` found best, else 512,1).
         #[arg(long, value_delimiter = ',')]
         block: Option<Vec<u32>>,
@@ -197,6 +200,7 @@ fn main() -> ExitCode {
             seconds,
             backend,
             variant,
+            flux,
             block,
             json,
             temporal_block,
@@ -212,7 +216,7 @@ fn main() -> ExitCode {
             };
             match block.as_deref() {
                 None | Some([_, _]) => {
-                    let gpu = GpuOptions { variant, block: block.map(|b| [b[0], b[1]]), fast_math: false };
+                    let gpu = GpuOptions { variant, block: block.map(|b| [b[0], b[1]]), fast_math: false, flux };
                     let cpu = sim::cpu::CpuOptions { temporal_block };
                     let o = BenchOptions {
                         backend, gpu, cpu, name, size, scheme, precision, threads, seconds, batch, solver, renumber, power,

@@ -29,7 +29,7 @@ fn assert_parity(gpu: &std::sync::Arc<Gpu>, solver: &str, steps: usize) {
         let launches = [(Precision::F64, [512, 1]), (Precision::F32, [64, 4]), (Precision::F64, [32, 8]), (Precision::F64, [1024, 1])];
         for (precision, block) in launches {
             let c = case(solver);
-            let device = Device::Cuda(gpu.clone(), GpuOptions { variant, block: Some(block), fast_math: false });
+            let device = Device::Cuda(gpu.clone(), GpuOptions { variant, block: Some(block), ..Default::default() });
             let mut cpu = build(&c, precision).unwrap();
             let mut dev = build_on(&c, precision, &device).unwrap();
             for _ in 0..steps {
@@ -61,7 +61,7 @@ fn assert_implicit_parity(gpu: &std::sync::Arc<Gpu>, solver: &str, steps: usize,
     let launches = [(Precision::F64, [512, 1]), (Precision::F32, [64, 4]), (Precision::F64, [32, 8]), (Precision::F32, [1024, 1])];
     for (precision, block) in launches {
         let c = case(solver);
-        let device = Device::Cuda(gpu.clone(), GpuOptions { variant: Variant::L2, block: Some(block), fast_math: false });
+        let device = Device::Cuda(gpu.clone(), GpuOptions { variant: Variant::L2, block: Some(block), ..Default::default() });
         let mut cpu = build(&c, precision).unwrap();
         let mut dev = build_on(&c, precision, &device).unwrap();
         for k in 0..steps {
@@ -122,7 +122,7 @@ fn rectangular_grids_match_the_cpu_bitwise() {
     let Some(c) = cuda() else { return };
     let (nx, ny, steps) = (45, 19, 5);
     for (variant, block) in [(Variant::L2, [16, 4]), (Variant::Shared, [8, 8]), (Variant::Shared, [1024, 1])] {
-        let opts = GpuOptions { variant, block: Some(block), fast_math: false };
+        let opts = GpuOptions { variant, block: Some(block), ..Default::default() };
         let grid = Grid { n: [nx, ny], origin: [0.0; 2], spacing: [1.0; 2] };
         let init: Vec<f64> = noise(nx * ny, 7);
         let mut heat = HeatCuda::<f64>::new(c.gpu(), &opts, &grid, &init).unwrap();

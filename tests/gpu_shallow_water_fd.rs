@@ -63,7 +63,7 @@ fn boundaries_and_physics(scheme: &str, extra: &str, mixed: &str, steps: usize) 
                          bathymetry: {{waves: {{mean: 60, amplitude: 5, wavelength: 2500}}}}, \
                          initial: {{hump: {{shape: gaussian, amplitude: 1.0, radius: 1200, center: [3000, 2500]}}}}"
                     );
-                    let opts = GpuOptions { variant, block: Some(block), fast_math: false };
+                    let opts = GpuOptions { variant, block: Some(block), ..Default::default() };
                     assert_same(c.gpu(), &body, precision, opts, &vec![1.0; steps]);
                 }
             }
@@ -96,7 +96,7 @@ fn other_block_shapes_match_the_cpu_bitwise() {
             if scheme == "ctcs" { 2.0 } else { 0.0 }
         );
         for (variant, block) in [(Variant::Shared, [1024, 1]), (Variant::L2, [1, 64]), (Variant::Shared, [1, 32]), (Variant::Shared, [32, 32])] {
-            let opts = GpuOptions { variant, block: Some(block), fast_math: false };
+            let opts = GpuOptions { variant, block: Some(block), ..Default::default() };
             assert_same(c.gpu(), &body, Precision::F64, opts, &[1.0; 21]);
         }
     }
@@ -136,7 +136,7 @@ fn regression_cases_match_the_cpu_bitwise() {
             // Alternate precision and variant over the cases.
             let precision = if k % 2 == 0 { Precision::F32 } else { Precision::F64 };
             let variant = if k % 4 < 2 { Variant::L2 } else { Variant::Shared };
-            assert_same(c.gpu(), &body, precision, GpuOptions { variant, block: Some([32, 8]), fast_math: false }, &dts);
+            assert_same(c.gpu(), &body, precision, GpuOptions { variant, block: Some([32, 8]), ..Default::default() }, &dts);
         }
     }
 }

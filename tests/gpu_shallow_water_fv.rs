@@ -88,7 +88,7 @@ fn every_boundary(scheme: &str) {
         for (m, (precision, variant, block)) in launches.into_iter().enumerate() {
             // Every side with adaptive steps in half of its runs, a fixed step in the others.
             let step = if (n + m).is_multiple_of(2) { "courant: 0.8" } else { "dt: 2.0" };
-            let opts = GpuOptions { variant, block: Some(block), fast_math: false };
+            let opts = GpuOptions { variant, block: Some(block), ..Default::default() };
             assert_parity(c.gpu(), &busy(scheme, sides, step, "ssp_rk2"), precision, opts, steps);
         }
     }
@@ -114,7 +114,7 @@ fn every_runge_kutta_scheme_matches_the_cpu_bitwise() {
         for (rk, compat) in [("forward_euler", true), ("ssp_rk3", false), ("ssp43", true), ("ssp_rk2", false)] {
             for (precision, variant) in [(Precision::F32, Variant::Shared), (Precision::F64, Variant::L2)] {
                 let fields = format!("{}, gpu_ocean_compat: {compat}", busy(scheme, SIDES[4], "courant: 0.5", rk));
-                let opts = GpuOptions { variant, block: Some([16, 4]), fast_math: false };
+                let opts = GpuOptions { variant, block: Some([16, 4]), ..Default::default() };
                 assert_parity(c.gpu(), &fields, precision, opts, steps);
             }
         }
@@ -168,7 +168,7 @@ fn regression(scheme: &str, dt: f64, variant: Variant) {
              boundary: {sides}, bathymetry: {bottom}, initial: {{bump: {{position: {position}}}}}"
         );
         let c0 = case(&fields);
-        let device = Device::Cuda(c.gpu().clone(), GpuOptions { variant, block: Some([16, 8]), fast_math: false });
+        let device = Device::Cuda(c.gpu().clone(), GpuOptions { variant, block: Some([16, 8]), ..Default::default() });
         let mut cpu = build(&c0, Precision::F32).unwrap();
         let mut dev = build_on(&c0, Precision::F32, &device).unwrap();
         // GPU Ocean's step(T): steps of dt, the last one shortened to land on T.

@@ -2,7 +2,8 @@
 //! NVRTC from PyPI (`nvidia-cuda-nvrtc`), so a broken kernel fails the build there.
 
 use sim::cuda::{
-    self, CavityKernel, Cdklm16Kernel, CtcsKernel, FblKernel, HeatKernel, KERNELS, Kernel, Kp07Kernel, TridiagKernel,
+    self, CavityKernel, Cdklm16Kernel, CtcsKernel, FblKernel, HeatKernel, KERNELS, Kernel, Kp07Kernel, LskumKernel,
+    TridiagKernel,
 };
 use sim::real::Precision;
 
@@ -80,6 +81,7 @@ fn kernel_handles_match_the_kernel_files() {
     handles_match_the_file::<CtcsKernel>();
     handles_match_the_file::<Cdklm16Kernel>();
     handles_match_the_file::<Kp07Kernel>();
+    handles_match_the_file::<LskumKernel>();
     // Every kernel file has its handles.
     let mut files: Vec<&str> = KERNELS.iter().map(|(name, _)| *name).collect();
     files.sort();
@@ -91,6 +93,7 @@ fn kernel_handles_match_the_kernel_files() {
         CtcsKernel::FILE,
         Cdklm16Kernel::FILE,
         Kp07Kernel::FILE,
+        LskumKernel::FILE,
     ];
     covered.sort();
     assert_eq!(files, covered, "kernel files without a handle enum");

@@ -3,10 +3,14 @@
 // test build; optional), SIM_KERNEL_HEADER (a header compiled after common.cuh, as `headers`
 // in src/cuda.rs puts it; optional), SIM_KERNEL_HEADER2 (a second one after it; optional) and
 // SIM_KERNELS(X) (X(name, plain|barrier) for every kernel). Compiles the file in both
-// precisions, each in its own namespace, and registers the kernels.
+// precisions, each in its own namespace, and registers the kernels; with SIM_F64_ONLY defined
+// (a file that computes in double whatever REAL is, whose kernels' parameter sizes would fit
+// either precision), in f64 alone, so that its modules resolve to one precision in the
+// emulated driver.
 #include "emulator.h"
 
 namespace SIM_FILE {
+#ifndef SIM_F64_ONLY
 namespace f32 {
 // C linkage: the kernels' block-scope `extern __shared__` declarations bind to the one buffer.
 extern "C" unsigned char smem[];
@@ -23,6 +27,7 @@ extern "C" unsigned char smem[];
 #endif
 #undef REAL
 }  // namespace f32
+#endif
 namespace f64 {
 extern "C" unsigned char smem[];
 #define REAL double
@@ -40,8 +45,13 @@ extern "C" unsigned char smem[];
 }  // namespace f64
 }  // namespace SIM_FILE
 
+#ifdef SIM_F64_ONLY
+#define SIM_REGISTER(name, mode) \
+    static sim_emu::Registrar name##_f64(#name, sim_emu::Mode::mode, sizeof(double), SIM_FILE::f64::name);
+#else
 #define SIM_REGISTER(name, mode)                                                                             \
     static sim_emu::Registrar name##_f32(#name, sim_emu::Mode::mode, sizeof(float), SIM_FILE::f32::name); \
     static sim_emu::Registrar name##_f64(#name, sim_emu::Mode::mode, sizeof(double), SIM_FILE::f64::name);
+#endif
 
 SIM_KERNELS(SIM_REGISTER)

@@ -10,6 +10,8 @@
 //! * [`kernels`]: per-point numerics (q-variables, split/quadrant fluxes, least squares,
 //!   limiter, conserved/outer states, time step, C_p).
 //! * [`scheme`]: one iteration over the cloud (rayon over points, no allocation).
+//! * [`cuda`]: the same iteration on a CUDA device (`kernels/lskum.cu`), bitwise equal under
+//!   the CPU emulation of CUDA.
 //! * [`crate::mesh`]: cloud files ([`crate::mesh::cloud_file`]) and the `sim mesh naca0012`
 //!   generators.
 //!
@@ -25,6 +27,7 @@
 //! sound is 1 and velocities are in units of it (the free-stream speed is the Mach number).
 
 pub mod cloud;
+pub mod cuda;
 pub mod kernels;
 pub mod renumber;
 pub mod scheme;
@@ -203,6 +206,10 @@ pub struct Lskum {
     /// starts both afresh).
     pub wall_seconds: f64,
     timed_iterations: u64,
+    /// The state on a CUDA device, which then holds the current state: `st.prim` is its host
+    /// copy, brought up to date by [`Solver::sync`].
+    dev: Option<cuda::LskumCuda>,
+    backend: String,
 }
 
 impl Lskum {
@@ -233,13 +240,42 @@ impl Lskum {
             residue: 0.0,
             wall_seconds: 0.0,
             timed_iterations: 0,
+            dev: None,
+            backend: "cpu".into(),
         }
     }
 
-    /// One pseudo-time iteration.
+    /// The solver moved to `device` (CUDA: the cloud and the state uploaded).
+    pub fn on(mut self, device: &Device) -> Result<Self> {
+        if let Device::Cuda(gpu, o) = device {
+            self.dev = Some(cuda::LskumCuda::new(gpu, o, &self.cloud, &self.st.prim, &self.set)?);
+            // The host keeps the state's copy only, not the CPU scheme's scratch.
+            self.st = State { prim: std::mem::take(&mut self.st.prim), ..State::new(0, self.set.winf) };
+            let scratch = match o.variant {
+                crate::cuda::Variant::L2 => "registers",
+                crate::cuda::Variant::Shared => "shared",
+            };
+            self.backend = format!("cuda ({}, {} flux, {scratch} scratch, {}x1)", gpu.name, o.flux.name(), o.block()[0]);
+        }
+        Ok(self)
+    }
+
+    /// One pseudo-time iteration (on the CPU; see [`Lskum::try_iterate`] for a device, whose
+    /// failures this turns into a panic).
     pub fn iterate(&mut self) {
+        if let Err(e) = self.try_iterate() {
+            panic!("{e}");
+        }
+    }
+
+    /// One pseudo-time iteration; on a device, the host copy of the state is then stale until
+    /// [`Solver::sync`].
+    pub fn try_iterate(&mut self) -> Result<()> {
         let t0 = std::time::Instant::now();
-        let res = scheme::iterate(&self.cloud, &mut self.st, &self.set);
+        let res = match &mut self.dev {
+            None => scheme::iterate(&self.cloud, &mut self.st, &self.set),
+            Some(d) => scheme::residual_norm(&self.cloud, d.iterate(self.set.scheme)?),
+        };
         self.step += 1;
         self.res_last = res;
         if self.step <= 2 {
@@ -252,6 +288,7 @@ impl Lskum {
         }
         self.wall_seconds += t0.elapsed().as_secs_f64();
         self.timed_iterations += 1;
+        Ok(())
     }
 
     pub fn iterations(&self) -> u64 {
@@ -328,7 +365,7 @@ impl SolverSpec for LskumParams {
         }
         let cloud = Cloud::from_arrays(arrays)
             .map_err(|e| crate::error::SimError::Input(format!("checkpoint {}: {e}", checkpoint.display())))?;
-        Ok(Box::new(Lskum::with_cloud(self, cloud)))
+        Ok(Box::new(Lskum::with_cloud(self, cloud).on(device)?))
     }
     fn validate(&self) -> Result<()> {
         let key = "solver.lskum";
@@ -363,6 +400,9 @@ impl SolverSpec for LskumParams {
     fn clock(&self) -> Clock {
         Clock::Iterations
     }
+    fn has_cuda(&self) -> bool {
+        true
+    }
     fn memory_estimate(&self, _precision: Precision) -> usize {
         memory_estimate(self)
     }
@@ -372,9 +412,9 @@ impl SolverSpec for LskumParams {
     fn describe(&self) -> Result<Vec<String>> {
         Ok(describe(self, &cloud_file::load(&self.cloud, self.format)?))
     }
-    fn build(&self, precision: Precision, _device: &Device) -> Result<Box<dyn Solver>> {
+    fn build(&self, precision: Precision, device: &Device) -> Result<Box<dyn Solver>> {
         match precision {
-            Precision::F64 => Ok(Box::new(Lskum::new(self)?)),
+            Precision::F64 => Ok(Box::new(Lskum::new(self)?.on(device)?)),
             Precision::F32 => input("precision: the lskum solver runs in f64 only"),
         }
     }
@@ -391,13 +431,10 @@ impl Registered for LskumParams {
         if o.precision == Precision::F32 {
             return input("--precision f32: the lskum solver runs in f64 only");
         }
-        if matches!(device, Device::Cuda(..)) {
-            return input("--backend cuda: solver lskum has no CUDA kernels yet");
-        }
         let mut p = LskumParams::with_cloud("generated", CloudFormat::Sim, 0.63, 2.0);
         p.renumber = o.renumber.unwrap_or_default();
         let cloud = quadtree_points(points, 0.12, Closure::Scaled, 10.0)?;
-        Ok(Box::new(Lskum::with_cloud(&p, cloud)))
+        Ok(Box::new(Lskum::with_cloud(&p, cloud).on(device)?))
     }
 }
 
@@ -442,8 +479,19 @@ impl Solver for Lskum {
         0.0
     }
     fn advance(&mut self, _dt: f64) -> Result<()> {
-        self.iterate();
+        self.try_iterate()
+    }
+    fn sync(&mut self) -> Result<()> {
+        if let Some(d) = &self.dev {
+            self.st.prim = d.prim()?;
+        }
         Ok(())
+    }
+    fn backend(&self) -> String {
+        self.backend.clone()
+    }
+    fn wait(&mut self) -> Result<()> {
+        self.dev.as_ref().map_or(Ok(()), |d| d.synchronize())
     }
     fn mesh(&self) -> Mesh {
         Mesh::Points(self.cloud.file_order().map(|i| [self.cloud.x[i], self.cloud.y[i]]).collect())
@@ -510,6 +558,9 @@ impl Solver for Lskum {
         let r_last = take_array::<f64>(&mut arrays, "residual_last", &[1])?[0];
         let prim: Vec<V4> = (0..n).map(|f| [comps[0][f], comps[1][f], comps[2][f], comps[3][f]]).collect();
         self.st.prim = self.cloud.from_file_order(&prim);
+        if let Some(d) = &mut self.dev {
+            d.set_prim(&self.st.prim)?;
+        }
         self.step = step;
         self.res_ref = r_ref;
         self.res_last = r_last;

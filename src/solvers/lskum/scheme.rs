@@ -354,8 +354,13 @@ pub fn iterate(c: &Cloud, s: &mut State, set: &Settings) -> f64 {
 pub fn iterate_timed(c: &Cloud, s: &mut State, set: &Settings, t: &mut Timers) -> f64 {
     let ok = rk::step(&mut CpuStages { c, s: &mut *s, set, t }, set.scheme);
     debug_assert!(ok.is_ok(), "CPU stages cannot fail");
-    // In file order, so the result depends neither on the thread count nor on the numbering.
-    let sum: f64 = c.file_order().map(|i| s.dsq[i]).sum();
+    residual_norm(c, &s.dsq)
+}
+
+/// `sqrt(sum of dsq) / N`, summed in file order, so that the result depends neither on the
+/// thread count nor on the numbering nor on the back end.
+pub fn residual_norm(c: &Cloud, dsq: &[f64]) -> f64 {
+    let sum: f64 = c.file_order().map(|i| dsq[i]).sum();
     sum.sqrt() / c.len() as f64
 }
 

@@ -1,0 +1,335 @@
+//! q-LSKUM on a CUDA device: the kernels of `kernels/lskum.cu` driven through the shared
+//! Runge–Kutta ([`rk::step`]) in the order of the CPU's [`super::scheme`] (local time step;
+//! per stage q-variables, q-derivatives with the inner iterations, flux residual, update), on
+//! the same (renumbered) cloud.
+//!
+//! Flux residual (`gpu.flux`): `fused`, one kernel for the four split stencils of a point, or
+//! `split`, four kernels (x+, x-, y+, y-) adding to the residual in the CPU's order. Scratch
+//! (`gpu.variant`): `l2` keeps a thread's least-squares sums in registers, `shared` in shared
+//! memory at `thread + blockDim * slot` (no bank conflicts).
+//!
+//! Bits: every kernel evaluates the CPU's expressions in the CPU's order without FMA
+//! contraction, and the error function is the CPU's algorithm (written out in the kernel
+//! file), so under the CPU emulation of CUDA (glibc's exp, log, pow) the state is bitwise the
+//! CPU's. On a real device CUDA's exp/log/pow differ from glibc's by up to 1-2 ulp, so the
+//! state differs at round-off (relative 1e-15 per iteration, growing like the CPU's
+//! sensitivity to round-off over a run).
+//!
+//! Reductions: after the last stage the squared density changes (8 bytes per point) are
+//! copied to the host and summed in the file's order as on the CPU, so the residual norm has
+//! the CPU's bits; the force coefficients are computed on the host from the state brought back
+//! by [`super::Lskum`]'s `sync` (32 bytes per point, at output and history instants only).
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg};
+
+use super::cloud::{Cloud, Csr};
+use super::kernels::{Reconstruct, V4};
+use super::scheme::Settings;
+use crate::cuda::{Flux, Gpu, GpuOptions, LskumKernel, Variant, driver_err};
+use crate::error::{Result, SimError, input};
+use crate::numerics::rk::{self, RkState, Stage};
+
+/// `LkCloud` of kernels/lskum.cu: device addresses of the cloud's arrays.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct DevCloud {
+    x: u64,
+    y: u64,
+    nx: u64,
+    ny: u64,
+    min_dist: u64,
+    flag: u64,
+    conn_start: u64,
+    conn: u64,
+    xpos_start: u64,
+    xpos: u64,
+    xneg_start: u64,
+    xneg: u64,
+    ypos_start: u64,
+    ypos: u64,
+    yneg_start: u64,
+    yneg: u64,
+    n: i64,
+}
+
+// SAFETY: sixteen device addresses and a count, laid out as the kernel's struct.
+unsafe impl DeviceRepr for DevCloud {}
+
+/// `LkSet` of kernels/lskum.cu.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct DevSet {
+    cfl: f64,
+    vl_const: f64,
+    power: f64,
+    winf: [f64; 4],
+    reconstruct: i32,
+}
+
+// SAFETY: seven f64 and an i32 (padded to 64 bytes), laid out as the kernel's struct.
+unsafe impl DeviceRepr for DevSet {}
+
+/// Least-squares sums of one stencil (kernels/lskum.cu `LK_SUMS`), per thread in shared memory.
+const SUMS: u32 = 11;
+
+/// The cloud's arrays on the device (kept alive for the addresses in [`DevCloud`]).
+struct Geometry {
+    _reals: Vec<CudaSlice<f64>>,
+    _flag: CudaSlice<i32>,
+    _lists: Vec<CudaSlice<u32>>,
+    dev: DevCloud,
+}
+
+impl Geometry {
+    fn upload(stream: &Arc<CudaStream>, c: &Cloud) -> Result<Self> {
+        let e = driver_err("upload");
+        // The device address of a slice, which stays valid while the slice lives here.
+        fn addr<T>(stream: &CudaStream, s: &CudaSlice<T>) -> u64 {
+            s.device_ptr(stream).0
+        }
+        let reals: Vec<CudaSlice<f64>> = [&c.x, &c.y, &c.nx, &c.ny, &c.min_dist]
+            .iter()
+            .map(|v| stream.clone_htod(v.as_slice()))
+            .collect::<std::result::Result<_, _>>()
+            .map_err(&e)?;
+        let flag: Vec<i32> = c.flag.iter().map(|&f| f as i32).collect();
+        let flag = stream.clone_htod(&flag).map_err(&e)?;
+        // An empty list still gets one (unread) entry: the driver allocates no zero bytes.
+        let list = |v: &[u32]| if v.is_empty() { vec![0] } else { v.to_vec() };
+        let csrs: [&Csr; 5] = [&c.conn, &c.xpos, &c.xneg, &c.ypos, &c.yneg];
+        let mut lists = Vec::with_capacity(10);
+        for csr in csrs {
+            lists.push(stream.clone_htod(&list(&csr.start)).map_err(&e)?);
+            lists.push(stream.clone_htod(&list(&csr.idx)).map_err(&e)?);
+        }
+        let l = |k: usize| addr(stream, &lists[k]);
+        let dev = DevCloud {
+            x: addr(stream, &reals[0]),
+            y: addr(stream, &reals[1]),
+            nx: addr(stream, &reals[2]),
+            ny: addr(stream, &reals[3]),
+            min_dist: addr(stream, &reals[4]),
+            flag: addr(stream, &flag),
+            conn_start: l(0),
+            conn: l(1),
+            xpos_start: l(2),
+            xpos: l(3),
+            xneg_start: l(4),
+            xneg: l(5),
+            ypos_start: l(6),
+            ypos: l(7),
+            yneg_start: l(8),
+            yneg: l(9),
+            n: c.len() as i64,
+        };
+        Ok(Geometry { _reals: reals, _flag: flag, _lists: lists, dev })
+    }
+}
+
+/// Four-component per-point arrays as the kernels store them: component m of point i at
+/// `m * n + i`.
+fn to_soa(v: &[V4]) -> Vec<f64> {
+    (0..4).flat_map(|m| v.iter().map(move |s| s[m])).collect()
+}
+
+fn from_soa(v: &[f64], n: usize) -> Vec<V4> {
+    (0..n).map(|i| [v[i], v[n + i], v[2 * n + i], v[3 * n + i]]).collect()
+}
+
+/// The solver's arrays and kernels on one device.
+pub struct LskumCuda {
+    stream: Arc<CudaStream>,
+    n: usize,
+    cloud: Geometry,
+    set: DevSet,
+    cfg: LaunchConfig,
+    /// The flux residual's launches in order, with their dynamic shared memory.
+    flux: Vec<(CudaFunction, u32)>,
+    timestep: CudaFunction,
+    q_variables: CudaFunction,
+    q_derivatives: CudaFunction,
+    inner: CudaFunction,
+    update: CudaFunction,
+    inner_iterations: u32,
+    prim: CudaSlice<f64>,
+    prim_old: CudaSlice<f64>,
+    q: CudaSlice<f64>,
+    qx: CudaSlice<f64>,
+    qy: CudaSlice<f64>,
+    qx2: CudaSlice<f64>,
+    qy2: CudaSlice<f64>,
+    qmax: CudaSlice<f64>,
+    qmin: CudaSlice<f64>,
+    res: CudaSlice<f64>,
+    dt: CudaSlice<f64>,
+    dsq: CudaSlice<f64>,
+    /// Host copy of `dsq` for the residual norm.
+    dsq_host: Vec<f64>,
+}
+
+impl LskumCuda {
+    /// Upload `cloud` (in the solver's order) and the primitive state `prim`.
+    pub fn new(gpu: &Arc<Gpu>, opts: &GpuOptions, cloud: &Cloud, prim: &[V4], set: &Settings) -> Result<Self> {
+        let [bx, by] = opts.block();
+        if by != 1 {
+            return input(format!(
+                "gpu.block: [{bx}, {by}]: the lskum kernels are one-dimensional (one thread per point); give [threads, 1]"
+            ));
+        }
+        gpu.check_block(opts.block())?;
+        let n = cloud.len();
+        let k = gpu.kernels::<LskumKernel>(crate::real::Precision::F64, opts.fast_math)?;
+        let stream = gpu.stream.clone();
+        let shared = opts.variant == Variant::Shared;
+        let flux_kernels: &[(LskumKernel, LskumKernel, u32)] = match opts.flux {
+            Flux::Fused => &[(LskumKernel::FluxFused, LskumKernel::FluxFusedShared, 4 * SUMS)],
+            Flux::Split => &[
+                (LskumKernel::FluxGxPos, LskumKernel::FluxGxPosShared, SUMS),
+                (LskumKernel::FluxGxNeg, LskumKernel::FluxGxNegShared, SUMS),
+                (LskumKernel::FluxGyPos, LskumKernel::FluxGyPosShared, SUMS),
+                (LskumKernel::FluxGyNeg, LskumKernel::FluxGyNegShared, SUMS),
+            ],
+        };
+        let mut flux = Vec::with_capacity(flux_kernels.len());
+        for &(regs, smem, sums) in flux_kernels {
+            if shared {
+                let (f, bytes) = (k.get(smem), sums * 8 * bx);
+                gpu.allow_shared(&f, bytes, opts.block())?;
+                flux.push((f, bytes));
+            } else {
+                flux.push((k.get(regs), 0));
+            }
+        }
+        let e = driver_err("upload");
+        let zeros4 = || stream.alloc_zeros::<f64>(4 * n).map_err(driver_err("allocation"));
+        let p = to_soa(prim);
+        let grid = (n as u64).div_ceil(bx as u64);
+        if grid > i32::MAX as u64 {
+            return input(format!("gpu.block: {n} points need {grid} blocks of {bx}; CUDA allows 2^31 - 1"));
+        }
+        Ok(LskumCuda {
+            cloud: Geometry::upload(&stream, cloud)?,
+            set: DevSet {
+                cfl: set.cfl,
+                vl_const: set.vl_const,
+                power: set.power,
+                winf: set.winf,
+                reconstruct: match set.reconstruct {
+                    Reconstruct::Venkat => 0,
+                    Reconstruct::MinMax => 1,
+                    Reconstruct::None => 2,
+                },
+            },
+            cfg: LaunchConfig { grid_dim: (grid as u32, 1, 1), block_dim: (bx, 1, 1), shared_mem_bytes: 0 },
+            flux,
+            timestep: k.get(LskumKernel::Timestep),
+            q_variables: k.get(LskumKernel::QVariables),
+            q_derivatives: k.get(LskumKernel::QDerivatives),
+            inner: k.get(LskumKernel::Inner),
+            update: k.get(LskumKernel::Update),
+            inner_iterations: set.inner_iterations,
+            prim: stream.clone_htod(&p).map_err(&e)?,
+            prim_old: stream.clone_htod(&p).map_err(&e)?,
+            q: zeros4()?,
+            qx: zeros4()?,
+            qy: zeros4()?,
+            qx2: zeros4()?,
+            qy2: zeros4()?,
+            qmax: zeros4()?,
+            qmin: zeros4()?,
+            res: zeros4()?,
+            dt: stream.alloc_zeros::<f64>(n).map_err(driver_err("allocation"))?,
+            dsq: stream.alloc_zeros::<f64>(n).map_err(driver_err("allocation"))?,
+            dsq_host: vec![0.0; n],
+            n,
+            stream,
+        })
+    }
+
+    /// One iteration ([`rk::step`] of `scheme`); returns the squared density changes of the
+    /// last stage, per point in the solver's order.
+    pub fn iterate(&mut self, scheme: rk::Scheme) -> Result<&[f64]> {
+        rk::step(self, scheme)?;
+        self.stream.memcpy_dtoh(&self.dsq, &mut self.dsq_host).map_err(driver_err("download"))?;
+        Ok(&self.dsq_host)
+    }
+
+    /// The primitive state, in the solver's order.
+    pub fn prim(&self) -> Result<Vec<V4>> {
+        let mut v = vec![0.0; 4 * self.n];
+        self.stream.memcpy_dtoh(&self.prim, &mut v).map_err(driver_err("download"))?;
+        Ok(from_soa(&v, self.n))
+    }
+
+    /// Replace the primitive state (solver's order).
+    pub fn set_prim(&mut self, prim: &[V4]) -> Result<()> {
+        if prim.len() != self.n {
+            return Err(SimError::Run(format!("restoring {} points into a device cloud of {}", prim.len(), self.n)));
+        }
+        self.stream.memcpy_htod(&to_soa(prim), &mut self.prim).map_err(driver_err("upload"))
+    }
+
+    pub fn synchronize(&self) -> Result<()> {
+        self.stream.synchronize().map_err(driver_err("synchronize"))
+    }
+}
+
+impl RkState for LskumCuda {
+    /// Saves the state and computes the local time steps.
+    fn begin(&mut self) -> Result<()> {
+        self.stream.memcpy_dtod(&self.prim, &mut self.prim_old).map_err(driver_err("device copy"))?;
+        let mut b = self.stream.launch_builder(&self.timestep);
+        b.arg(&self.cloud.dev).arg(&self.set).arg(&self.prim).arg(&mut self.dt);
+        // SAFETY: matches lskum_timestep(c, set, prim, dt): the cloud's arrays and 4n prim, n dt.
+        unsafe { b.launch(self.cfg) }.map_err(driver_err("time step launch"))?;
+        Ok(())
+    }
+
+    /// q-variables, q-derivatives (with the inner iterations) and flux residual.
+    fn residual(&mut self, _stage: usize) -> Result<()> {
+        let (c, set, cfg, n) = (&self.cloud.dev, &self.set, self.cfg, self.n as i64);
+        let s = &self.stream;
+        let mut b = s.launch_builder(&self.q_variables);
+        b.arg(&self.prim).arg(&mut self.q).arg(&n);
+        // SAFETY: matches lskum_q_variables(prim, q, n), both 4n values.
+        unsafe { b.launch(cfg) }.map_err(driver_err("q-variables launch"))?;
+        let mut b = s.launch_builder(&self.q_derivatives);
+        b.arg(c).arg(set).arg(&self.q).arg(&mut self.qx).arg(&mut self.qy).arg(&mut self.qmax).arg(&mut self.qmin);
+        // SAFETY: matches lskum_q_derivatives(c, set, q, qx, qy, qmax, qmin), each 4n values.
+        unsafe { b.launch(cfg) }.map_err(driver_err("q-derivatives launch"))?;
+        for _ in 0..self.inner_iterations {
+            let mut b = s.launch_builder(&self.inner);
+            b.arg(c).arg(set).arg(&self.q).arg(&self.qx).arg(&self.qy).arg(&mut self.qx2).arg(&mut self.qy2);
+            // SAFETY: matches lskum_inner(c, set, q, qx, qy, qx2, qy2), each 4n values.
+            unsafe { b.launch(cfg) }.map_err(driver_err("inner iteration launch"))?;
+            std::mem::swap(&mut self.qx, &mut self.qx2);
+            std::mem::swap(&mut self.qy, &mut self.qy2);
+        }
+        for (f, bytes) in &self.flux {
+            let mut b = s.launch_builder(f);
+            b.arg(c).arg(set).arg(&self.q).arg(&self.qx).arg(&self.qy).arg(&self.qmax).arg(&self.qmin);
+            b.arg(&mut self.res);
+            // SAFETY: matches lskum_flux_*(c, set, q, qx, qy, qmax, qmin, res), each 4n values;
+            // the shared variants get their scratch of `bytes` (raised past 48 KiB at build).
+            unsafe { b.launch(LaunchConfig { shared_mem_bytes: *bytes, ..cfg }) }
+                .map_err(driver_err("flux residual launch"))?;
+        }
+        Ok(())
+    }
+
+    fn update(&mut self, stage: &Stage) -> Result<()> {
+        let (blend, a, b_) = match stage.blend {
+            None => (0i32, 0.0, 0.0),
+            Some((a, b)) => (1, a, b),
+        };
+        let mut b = self.stream.launch_builder(&self.update);
+        b.arg(&self.cloud.dev).arg(&self.set).arg(&mut self.prim).arg(&self.prim_old).arg(&self.res).arg(&self.dt);
+        b.arg(&mut self.dsq).arg(&stage.c).arg(&blend).arg(&a).arg(&b_);
+        // SAFETY: matches lskum_update(c, set, prim, prim_old, res, dt, dsq, sc, blend, sa, sb):
+        // 4n prim, prim_old and res, n dt and dsq.
+        unsafe { b.launch(self.cfg) }.map_err(driver_err("update launch"))?;
+        Ok(())
+    }
+}

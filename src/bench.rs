@@ -191,9 +191,12 @@ fn kernel_figures(s: &mut dyn Solver, o: &BenchOptions, copy_bw: f64) -> Result<
     });
     if matches!(s.mesh(), Mesh::Points(_)) {
         k["rdp_s"] = (t / n).into();
-        // The order the points were held in.
-        if let Some(r) = s.report().get("renumber") {
-            k["renumber"] = r.clone();
+        // The order the points were held in, and each phase's share of the time.
+        let report = s.report();
+        for key in ["renumber", "phase_shares"] {
+            if let Some(r) = report.get(key) {
+                k[key] = r.clone();
+            }
         }
     }
     Ok(k)
@@ -378,6 +381,11 @@ pub fn text(v: &serde_json::Value) -> String {
         if let Some(rdp) = k["rdp_s"].as_f64() {
             let order = k["renumber"].as_str().map(|r| format!(", points in {r} order")).unwrap_or_default();
             s += &format!("  RDP = {rdp:.4e} s (seconds per iteration and point{order})\n");
+            if let Some(shares) = k["phase_shares"].as_array() {
+                let list: Vec<String> =
+                    shares.iter().map(|p| format!("{} {:.1}%", p[0].as_str().unwrap_or(""), 100.0 * f(&p[1]))).collect();
+                s += &format!("  phases: {}\n", list.join(", "));
+            }
         }
     }
     s

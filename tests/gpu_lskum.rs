@@ -233,6 +233,12 @@ fn bench_reports_rdp_for_both_flux_variants() {
         assert_eq!((v["backend"].as_str(), v["device"].as_str()), (Some("cuda"), Some(c.gpu().name.as_str())), "{v}");
         assert_eq!(v["flux"].as_str(), Some(flux), "{v}");
         assert!(v["kernel"]["rdp_s"].as_f64().unwrap() > 0.0, "{v}");
+        // Each phase's share of the device time, from CUDA events, in the order of an iteration.
+        let shares = v["kernel"]["phase_shares"].as_array().unwrap();
+        let names: Vec<&str> = shares.iter().map(|p| p[0].as_str().unwrap()).collect();
+        assert_eq!(names, ["time_step", "q_variables", "q_derivatives", "flux_residual", "state_update"], "{v}");
+        let total: f64 = shares.iter().map(|p| p[1].as_f64().unwrap()).sum();
+        assert!((total - 1.0).abs() < 1e-12 && shares.iter().all(|p| p[1].as_f64().unwrap() > 0.0), "{v}");
     }
     std::fs::remove_dir_all(dir).unwrap();
 }

@@ -22,11 +22,14 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg};
+use cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT;
+use cudarc::driver::{
+    CudaEvent, CudaFunction, CudaSlice, CudaStream, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg,
+};
 
 use super::cloud::{Cloud, Csr};
 use super::kernels::{Reconstruct, V4};
-use super::scheme::Settings;
+use super::scheme::{Settings, Timers};
 use crate::cuda::{Flux, Gpu, GpuOptions, LskumKernel, Variant, driver_err};
 use crate::error::{Result, SimError, input};
 use crate::numerics::rk::{self, RkState, Stage};
@@ -167,6 +170,18 @@ pub struct LskumCuda {
     dsq: CudaSlice<f64>,
     /// Host copy of `dsq` for the residual norm.
     dsq_host: Vec<f64>,
+    /// Events around each phase's launches, while phases are timed.
+    events: Option<Vec<(Phase, CudaEvent, CudaEvent)>>,
+}
+
+/// A phase of an iteration, as [`Timers`] counts them.
+#[derive(Clone, Copy)]
+enum Phase {
+    TimeStep,
+    QVariables,
+    QDerivatives,
+    FluxResidual,
+    Update,
 }
 
 impl LskumCuda {
@@ -243,17 +258,46 @@ impl LskumCuda {
             dt: stream.alloc_zeros::<f64>(n).map_err(driver_err("allocation"))?,
             dsq: stream.alloc_zeros::<f64>(n).map_err(driver_err("allocation"))?,
             dsq_host: vec![0.0; n],
+            events: None,
             n,
             stream,
         })
     }
 
+    /// Time the phases of the following iterations with CUDA events (each event pair costs
+    /// a little; `sim bench` asks for it).
+    pub fn time_phases(&mut self) {
+        self.events = Some(Vec::new());
+    }
+
     /// One iteration ([`rk::step`] of `scheme`); returns the squared density changes of the
-    /// last stage, per point in the solver's order.
-    pub fn iterate(&mut self, scheme: rk::Scheme) -> Result<&[f64]> {
+    /// last stage, per point in the solver's order. Timed phases add their device time to `t`.
+    pub fn iterate(&mut self, scheme: rk::Scheme, t: &mut Timers) -> Result<&[f64]> {
         rk::step(self, scheme)?;
         self.stream.memcpy_dtoh(&self.dsq, &mut self.dsq_host).map_err(driver_err("download"))?;
+        // The copy waited for the stream: every event has happened.
+        for (phase, start, end) in self.events.iter_mut().flat_map(|e| e.drain(..)) {
+            let s = start.elapsed_ms(&end).map_err(driver_err("event timing"))? as f64 / 1e3;
+            match phase {
+                Phase::TimeStep => t.timestep += s,
+                Phase::QVariables => t.q_variables += s,
+                Phase::QDerivatives => t.q_derivatives += s,
+                Phase::FluxResidual => t.flux_residual += s,
+                Phase::Update => t.state_update += s,
+            }
+        }
         Ok(&self.dsq_host)
+    }
+
+    /// Run `launch` as `phase`, between two events while phases are timed.
+    fn timed(&mut self, phase: Phase, launch: impl FnOnce(&mut Self) -> Result<()>) -> Result<()> {
+        let event = |s: &CudaStream| s.record_event(Some(CU_EVENT_DEFAULT)).map_err(driver_err("event"));
+        let start = if self.events.is_some() { Some(event(&self.stream)?) } else { None };
+        launch(self)?;
+        if let (Some(start), Some(events)) = (start, self.events.as_mut()) {
+            events.push((phase, start, event(&self.stream)?));
+        }
+        Ok(())
     }
 
     /// The primitive state, in the solver's order.
@@ -279,44 +323,54 @@ impl LskumCuda {
 impl RkState for LskumCuda {
     /// Saves the state and computes the local time steps.
     fn begin(&mut self) -> Result<()> {
-        self.stream.memcpy_dtod(&self.prim, &mut self.prim_old).map_err(driver_err("device copy"))?;
-        let mut b = self.stream.launch_builder(&self.timestep);
-        b.arg(&self.cloud.dev).arg(&self.set).arg(&self.prim).arg(&mut self.dt);
-        // SAFETY: matches lskum_timestep(c, set, prim, dt): the cloud's arrays and 4n prim, n dt.
-        unsafe { b.launch(self.cfg) }.map_err(driver_err("time step launch"))?;
-        Ok(())
+        self.timed(Phase::TimeStep, |d| {
+            d.stream.memcpy_dtod(&d.prim, &mut d.prim_old).map_err(driver_err("device copy"))?;
+            let mut b = d.stream.launch_builder(&d.timestep);
+            b.arg(&d.cloud.dev).arg(&d.set).arg(&d.prim).arg(&mut d.dt);
+            // SAFETY: matches lskum_timestep(c, set, prim, dt): the cloud's arrays and 4n prim, n dt.
+            unsafe { b.launch(d.cfg) }.map(drop).map_err(driver_err("time step launch"))
+        })
     }
 
     /// q-variables, q-derivatives (with the inner iterations) and flux residual.
     fn residual(&mut self, _stage: usize) -> Result<()> {
-        let (c, set, cfg, n) = (&self.cloud.dev, &self.set, self.cfg, self.n as i64);
-        let s = &self.stream;
-        let mut b = s.launch_builder(&self.q_variables);
-        b.arg(&self.prim).arg(&mut self.q).arg(&n);
-        // SAFETY: matches lskum_q_variables(prim, q, n), both 4n values.
-        unsafe { b.launch(cfg) }.map_err(driver_err("q-variables launch"))?;
-        let mut b = s.launch_builder(&self.q_derivatives);
-        b.arg(c).arg(set).arg(&self.q).arg(&mut self.qx).arg(&mut self.qy).arg(&mut self.qmax).arg(&mut self.qmin);
-        // SAFETY: matches lskum_q_derivatives(c, set, q, qx, qy, qmax, qmin), each 4n values.
-        unsafe { b.launch(cfg) }.map_err(driver_err("q-derivatives launch"))?;
-        for _ in 0..self.inner_iterations {
-            let mut b = s.launch_builder(&self.inner);
-            b.arg(c).arg(set).arg(&self.q).arg(&self.qx).arg(&self.qy).arg(&mut self.qx2).arg(&mut self.qy2);
-            // SAFETY: matches lskum_inner(c, set, q, qx, qy, qx2, qy2), each 4n values.
-            unsafe { b.launch(cfg) }.map_err(driver_err("inner iteration launch"))?;
-            std::mem::swap(&mut self.qx, &mut self.qx2);
-            std::mem::swap(&mut self.qy, &mut self.qy2);
-        }
-        for (f, bytes) in &self.flux {
-            let mut b = s.launch_builder(f);
-            b.arg(c).arg(set).arg(&self.q).arg(&self.qx).arg(&self.qy).arg(&self.qmax).arg(&self.qmin);
-            b.arg(&mut self.res);
-            // SAFETY: matches lskum_flux_*(c, set, q, qx, qy, qmax, qmin, res), each 4n values;
-            // the shared variants get their scratch of `bytes` (raised past 48 KiB at build).
-            unsafe { b.launch(LaunchConfig { shared_mem_bytes: *bytes, ..cfg }) }
-                .map_err(driver_err("flux residual launch"))?;
-        }
-        Ok(())
+        self.timed(Phase::QVariables, |d| {
+            let n = d.n as i64;
+            let mut b = d.stream.launch_builder(&d.q_variables);
+            b.arg(&d.prim).arg(&mut d.q).arg(&n);
+            // SAFETY: matches lskum_q_variables(prim, q, n), both 4n values.
+            unsafe { b.launch(d.cfg) }.map(drop).map_err(driver_err("q-variables launch"))
+        })?;
+        self.timed(Phase::QDerivatives, |d| {
+            let (c, set, cfg, s) = (&d.cloud.dev, &d.set, d.cfg, &d.stream);
+            let mut b = s.launch_builder(&d.q_derivatives);
+            b.arg(c).arg(set).arg(&d.q).arg(&mut d.qx).arg(&mut d.qy).arg(&mut d.qmax).arg(&mut d.qmin);
+            // SAFETY: matches lskum_q_derivatives(c, set, q, qx, qy, qmax, qmin), each 4n values.
+            unsafe { b.launch(cfg) }.map_err(driver_err("q-derivatives launch"))?;
+            for _ in 0..d.inner_iterations {
+                let mut b = s.launch_builder(&d.inner);
+                b.arg(c).arg(set).arg(&d.q).arg(&d.qx).arg(&d.qy).arg(&mut d.qx2).arg(&mut d.qy2);
+                // SAFETY: matches lskum_inner(c, set, q, qx, qy, qx2, qy2), each 4n values.
+                unsafe { b.launch(cfg) }.map_err(driver_err("inner iteration launch"))?;
+                std::mem::swap(&mut d.qx, &mut d.qx2);
+                std::mem::swap(&mut d.qy, &mut d.qy2);
+            }
+            Ok(())
+        })?;
+        self.timed(Phase::FluxResidual, |d| {
+            let (c, set, cfg) = (&d.cloud.dev, &d.set, d.cfg);
+            for (f, bytes) in &d.flux {
+                let mut b = d.stream.launch_builder(f);
+                b.arg(c).arg(set).arg(&d.q).arg(&d.qx).arg(&d.qy).arg(&d.qmax).arg(&d.qmin);
+                b.arg(&mut d.res);
+                // SAFETY: matches lskum_flux_*(c, set, q, qx, qy, qmax, qmin, res), each 4n
+                // values; the shared variants get their scratch of `bytes` (raised past 48 KiB
+                // at build).
+                unsafe { b.launch(LaunchConfig { shared_mem_bytes: *bytes, ..cfg }) }
+                    .map_err(driver_err("flux residual launch"))?;
+            }
+            Ok(())
+        })
     }
 
     fn update(&mut self, stage: &Stage) -> Result<()> {
@@ -324,12 +378,13 @@ impl RkState for LskumCuda {
             None => (0i32, 0.0, 0.0),
             Some((a, b)) => (1, a, b),
         };
-        let mut b = self.stream.launch_builder(&self.update);
-        b.arg(&self.cloud.dev).arg(&self.set).arg(&mut self.prim).arg(&self.prim_old).arg(&self.res).arg(&self.dt);
-        b.arg(&mut self.dsq).arg(&stage.c).arg(&blend).arg(&a).arg(&b_);
-        // SAFETY: matches lskum_update(c, set, prim, prim_old, res, dt, dsq, sc, blend, sa, sb):
-        // 4n prim, prim_old and res, n dt and dsq.
-        unsafe { b.launch(self.cfg) }.map_err(driver_err("update launch"))?;
-        Ok(())
+        self.timed(Phase::Update, |d| {
+            let mut b = d.stream.launch_builder(&d.update);
+            b.arg(&d.cloud.dev).arg(&d.set).arg(&mut d.prim).arg(&d.prim_old).arg(&d.res).arg(&d.dt);
+            b.arg(&mut d.dsq).arg(&stage.c).arg(&blend).arg(&a).arg(&b_);
+            // SAFETY: matches lskum_update(c, set, prim, prim_old, res, dt, dsq, sc, blend, sa,
+            // sb): 4n prim, prim_old and res, n dt and dsq.
+            unsafe { b.launch(d.cfg) }.map(drop).map_err(driver_err("update launch"))
+        })
     }
 }

@@ -206,6 +206,9 @@ pub struct Lskum {
     /// starts both afresh).
     pub wall_seconds: f64,
     timed_iterations: u64,
+    /// Seconds per phase of those iterations (on a device: event times, once asked for with
+    /// [`Lskum::time_phases`]).
+    phases: scheme::Timers,
     /// The state on a CUDA device, which then holds the current state: `st.prim` is its host
     /// copy, brought up to date by [`Solver::sync`].
     dev: Option<cuda::LskumCuda>,
@@ -240,6 +243,7 @@ impl Lskum {
             residue: 0.0,
             wall_seconds: 0.0,
             timed_iterations: 0,
+            phases: Default::default(),
             dev: None,
             backend: "cpu".into(),
         }
@@ -273,8 +277,8 @@ impl Lskum {
     pub fn try_iterate(&mut self) -> Result<()> {
         let t0 = std::time::Instant::now();
         let res = match &mut self.dev {
-            None => scheme::iterate(&self.cloud, &mut self.st, &self.set),
-            Some(d) => scheme::residual_norm(&self.cloud, d.iterate(self.set.scheme)?),
+            None => scheme::iterate_timed(&self.cloud, &mut self.st, &self.set, &mut self.phases),
+            Some(d) => scheme::residual_norm(&self.cloud, d.iterate(self.set.scheme, &mut self.phases)?),
         };
         self.step += 1;
         self.res_last = res;
@@ -289,6 +293,14 @@ impl Lskum {
         self.wall_seconds += t0.elapsed().as_secs_f64();
         self.timed_iterations += 1;
         Ok(())
+    }
+
+    /// Time the phases of the iterations on a device too (CUDA events; the CPU times them
+    /// always).
+    pub fn time_phases(&mut self) {
+        if let Some(d) = &mut self.dev {
+            d.time_phases();
+        }
     }
 
     pub fn iterations(&self) -> u64 {
@@ -434,7 +446,9 @@ impl Registered for LskumParams {
         let mut p = LskumParams::with_cloud("generated", CloudFormat::Sim, 0.63, 2.0);
         p.renumber = o.renumber.unwrap_or_default();
         let cloud = quadtree_points(points, 0.12, Closure::Scaled, 10.0)?;
-        Ok(Box::new(Lskum::with_cloud(&p, cloud).on(device)?))
+        let mut s = Lskum::with_cloud(&p, cloud).on(device)?;
+        s.time_phases();
+        Ok(Box::new(s))
     }
 }
 
@@ -600,6 +614,12 @@ impl Solver for Lskum {
         m.insert("points".into(), self.cloud.len().into());
         m.insert("rdp_s".into(), self.rdp().into());
         m.insert("renumber".into(), self.params.renumber.name().into());
+        let timed: f64 = self.phases.phases().iter().map(|p| p.1).sum();
+        if timed > 0.0 {
+            // In the order of an iteration: [[phase, share], ...].
+            let shares: Vec<_> = self.phases.phases().iter().map(|&(name, s)| serde_json::json!([name, s / timed])).collect();
+            m.insert("phase_shares".into(), shares.into());
+        }
         m
     }
     fn bytes_per_step(&self) -> f64 {

@@ -345,6 +345,19 @@ pub struct Timers {
     pub state_update: f64,
 }
 
+impl Timers {
+    /// (phase, seconds), in the order of an iteration.
+    pub fn phases(&self) -> [(&'static str, f64); 5] {
+        [
+            ("time_step", self.timestep),
+            ("q_variables", self.q_variables),
+            ("q_derivatives", self.q_derivatives),
+            ("flux_residual", self.flux_residual),
+            ("state_update", self.state_update),
+        ]
+    }
+}
+
 /// One full iteration; returns `sqrt(sum of squared density changes of the last stage) / N`.
 pub fn iterate(c: &Cloud, s: &mut State, set: &Settings) -> f64 {
     iterate_timed(c, s, set, &mut Timers::default())

@@ -736,3 +736,18 @@ extern "C" __global__ void lskum_update(LkCloud c, LkSet set, double* __restrict
     LK4(prim, 2, i) = rho_v / rho;
     LK4(prim, 3, i) = LK_GM1 * (un[3] - 0.5 * (rho_u * rho_u + rho_v * rho_v) / rho);
 }
+
+// The residual norm's partial sums: partials[k] = the squared density changes of the points at
+// file positions k*chunk .. (k+1)*chunk, added in file order by one thread (file[f]: the point
+// at file position f). The host adds the partials in order: the sums of scheme.rs
+// residual_partials, so the norm has the CPU's bits, and only n/chunk values leave the device.
+extern "C" __global__ void lskum_residual_partials(const unsigned* __restrict__ file, const double* __restrict__ dsq,
+                                                   long long n, long long chunk, double* __restrict__ partials) {
+    long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    long long f0 = k * chunk;
+    if (f0 >= n) return;
+    long long f1 = f0 + chunk < n ? f0 + chunk : n;
+    double s = 0.0;
+    for (long long f = f0; f < f1; f++) s = s + dsq[file[f]];
+    partials[k] = s;
+}

@@ -183,6 +183,7 @@ kernel_handles! {
         FluxGyNeg = "lskum_flux_gyneg",
         FluxGyNegShared = "lskum_flux_gyneg_shared",
         Update = "lskum_update",
+        ResidualPartials = "lskum_residual_partials",
     }
 }
 

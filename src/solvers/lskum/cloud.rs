@@ -68,6 +68,12 @@ impl Cloud {
         self.x.is_empty()
     }
 
+    /// The index of the file's point `f`.
+    #[inline]
+    pub fn file_index(&self, f: usize) -> usize {
+        if self.file.is_empty() { f } else { self.file[f] as usize }
+    }
+
     /// The indices of the points in the order of the file (the order of outputs, checkpoints
     /// and reductions).
     pub fn file_order(&self) -> impl Iterator<Item = usize> + '_ {

@@ -29,7 +29,7 @@ use cudarc::driver::{
 
 use super::cloud::{Cloud, Csr};
 use super::kernels::{Reconstruct, V4};
-use super::scheme::{Settings, Timers};
+use super::scheme::{RESIDUAL_CHUNK, Settings, Timers};
 use crate::cuda::{Flux, Gpu, GpuOptions, LskumKernel, Variant, driver_err};
 use crate::error::{Result, SimError, input};
 use crate::numerics::rk::{self, RkState, Stage};
@@ -168,8 +168,12 @@ pub struct LskumCuda {
     res: CudaSlice<f64>,
     dt: CudaSlice<f64>,
     dsq: CudaSlice<f64>,
-    /// Host copy of `dsq` for the residual norm.
-    dsq_host: Vec<f64>,
+    /// The point at each file position (the order of the residual norm's sums).
+    file: CudaSlice<u32>,
+    residual_partials: CudaFunction,
+    /// The residual norm's partial sums, on the device and their host copy.
+    partials: CudaSlice<f64>,
+    partials_host: Vec<f64>,
     /// Events around each phase's launches, while phases are timed.
     events: Option<Vec<(Phase, CudaEvent, CudaEvent)>>,
 }
@@ -221,6 +225,7 @@ impl LskumCuda {
         let zeros4 = || stream.alloc_zeros::<f64>(4 * n).map_err(driver_err("allocation"));
         let p = to_soa(prim);
         let grid = (n as u64).div_ceil(bx as u64);
+        let chunks = n.div_ceil(RESIDUAL_CHUNK);
         if grid > i32::MAX as u64 {
             return input(format!("gpu.block: {n} points need {grid} blocks of {bx}; CUDA allows 2^31 - 1"));
         }
@@ -257,7 +262,10 @@ impl LskumCuda {
             res: zeros4()?,
             dt: stream.alloc_zeros::<f64>(n).map_err(driver_err("allocation"))?,
             dsq: stream.alloc_zeros::<f64>(n).map_err(driver_err("allocation"))?,
-            dsq_host: vec![0.0; n],
+            file: stream.clone_htod(&cloud.file_order().map(|i| i as u32).collect::<Vec<_>>()).map_err(&e)?,
+            residual_partials: k.get(LskumKernel::ResidualPartials),
+            partials: stream.alloc_zeros::<f64>(chunks).map_err(driver_err("allocation"))?,
+            partials_host: vec![0.0; chunks],
             events: None,
             n,
             stream,
@@ -270,11 +278,19 @@ impl LskumCuda {
         self.events = Some(Vec::new());
     }
 
-    /// One iteration ([`rk::step`] of `scheme`); returns the squared density changes of the
-    /// last stage, per point in the solver's order. Timed phases add their device time to `t`.
+    /// One iteration ([`rk::step`] of `scheme`); returns the partial sums of the last stage's
+    /// squared density changes ([`super::scheme::residual_partials`]). Timed phases add their
+    /// device time to `t`.
     pub fn iterate(&mut self, scheme: rk::Scheme, t: &mut Timers) -> Result<&[f64]> {
         rk::step(self, scheme)?;
-        self.stream.memcpy_dtoh(&self.dsq, &mut self.dsq_host).map_err(driver_err("download"))?;
+        let (n, chunk, chunks) = (self.n as i64, RESIDUAL_CHUNK as i64, self.partials_host.len());
+        let mut b = self.stream.launch_builder(&self.residual_partials);
+        b.arg(&self.file).arg(&self.dsq).arg(&n).arg(&chunk).arg(&mut self.partials);
+        let cfg = LaunchConfig { grid_dim: ((chunks as u32).div_ceil(128), 1, 1), block_dim: (128, 1, 1), shared_mem_bytes: 0 };
+        // SAFETY: matches lskum_residual_partials(file, dsq, n, chunk, partials): n file
+        // positions and dsq values, n / chunk (rounded up) partials, one thread each.
+        unsafe { b.launch(cfg) }.map_err(driver_err("residual launch"))?;
+        self.stream.memcpy_dtoh(&self.partials, &mut self.partials_host).map_err(driver_err("download"))?;
         // The copy waited for the stream: every event has happened.
         for (phase, start, end) in self.events.iter_mut().flat_map(|e| e.drain(..)) {
             let s = start.elapsed_ms(&end).map_err(driver_err("event timing"))? as f64 / 1e3;
@@ -286,7 +302,7 @@ impl LskumCuda {
                 Phase::Update => t.state_update += s,
             }
         }
-        Ok(&self.dsq_host)
+        Ok(&self.partials_host)
     }
 
     /// Run `launch` as `phase`, between two events while phases are timed.

@@ -278,7 +278,7 @@ impl Lskum {
         let t0 = std::time::Instant::now();
         let res = match &mut self.dev {
             None => scheme::iterate_timed(&self.cloud, &mut self.st, &self.set, &mut self.phases),
-            Some(d) => scheme::residual_norm(&self.cloud, d.iterate(self.set.scheme, &mut self.phases)?),
+            Some(d) => scheme::norm_of_partials(d.iterate(self.set.scheme, &mut self.phases)?, self.cloud.len()),
         };
         self.step += 1;
         self.res_last = res;

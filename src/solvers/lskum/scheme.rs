@@ -370,11 +370,28 @@ pub fn iterate_timed(c: &Cloud, s: &mut State, set: &Settings, t: &mut Timers) -
     residual_norm(c, &s.dsq)
 }
 
-/// `sqrt(sum of dsq) / N`, summed in file order, so that the result depends neither on the
-/// thread count nor on the numbering nor on the back end.
+/// Points per partial sum of the residual norm.
+pub const RESIDUAL_CHUNK: usize = 1024;
+
+/// `sqrt(sum of dsq) / N`, summed in a fixed order (see [`residual_partials`]), so that the
+/// result depends neither on the thread count nor on the numbering nor on the back end.
 pub fn residual_norm(c: &Cloud, dsq: &[f64]) -> f64 {
-    let sum: f64 = c.file_order().map(|i| dsq[i]).sum();
-    sum.sqrt() / c.len() as f64
+    norm_of_partials(&residual_partials(c, dsq), c.len())
+}
+
+/// Sums of `dsq` over runs of [`RESIDUAL_CHUNK`] points in file order, each added in order
+/// (the device's `lskum_residual_partials` adds the same values in the same order).
+pub fn residual_partials(c: &Cloud, dsq: &[f64]) -> Vec<f64> {
+    let n = c.len();
+    (0..n.div_ceil(RESIDUAL_CHUNK))
+        .into_par_iter()
+        .map(|k| (k * RESIDUAL_CHUNK..((k + 1) * RESIDUAL_CHUNK).min(n)).fold(0.0, |s, f| s + dsq[c.file_index(f)]))
+        .collect()
+}
+
+/// The residual norm of `n` points from the partial sums, added in order.
+pub fn norm_of_partials(partials: &[f64], n: usize) -> f64 {
+    partials.iter().fold(0.0, |s, &p| s + p).sqrt() / n as f64
 }
 
 /// The Runge-Kutta stages of an iteration on the CPU, timed by phase.

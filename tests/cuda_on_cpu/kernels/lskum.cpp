@@ -9,5 +9,6 @@
     X(lskum_flux_fused, plain) X(lskum_flux_fused_shared, barrier) X(lskum_flux_gxpos, plain)                   \
     X(lskum_flux_gxpos_shared, barrier) X(lskum_flux_gxneg, plain) X(lskum_flux_gxneg_shared, barrier)          \
     X(lskum_flux_gypos, plain) X(lskum_flux_gypos_shared, barrier) X(lskum_flux_gyneg, plain)                   \
-    X(lskum_flux_gyneg_shared, barrier) X(lskum_update, plain)
+    X(lskum_flux_gyneg_shared, barrier) X(lskum_update, plain)  \
+    X(lskum_residual_partials, plain)
 #include "../register.h"

@@ -29,6 +29,15 @@ pub fn zeroed_huge<T: Real>(len: usize) -> Vec<T> {
     v
 }
 
+/// A copy of `v` in memory advised as [`zeroed_huge`]'s.
+pub fn copy_huge<T: Clone>(v: &[T]) -> Vec<T> {
+    // Reserved, not yet touched: the copy faults the pages in after the advice.
+    let mut c = Vec::with_capacity(v.len());
+    advise_huge(c.as_ptr() as usize, std::mem::size_of_val(v));
+    c.extend_from_slice(v);
+    c
+}
+
 #[cfg(target_os = "linux")]
 fn advise_huge(addr: usize, bytes: usize) {
     const HUGE: usize = 2 << 20;

@@ -85,16 +85,23 @@ impl Physics {
 
 /// A row-major array with its ghost layers: `width` values per row, `height` rows, row 0 the
 /// southernmost (spec §2: index 0 is the outermost ghost).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Debug, PartialEq)]
 pub struct Field<T> {
     pub width: usize,
     pub height: usize,
     pub v: Vec<T>,
 }
 
+/// A copy in memory advised for huge pages, as [`Field::zeros`] allocates.
+impl<T: Clone> Clone for Field<T> {
+    fn clone(&self) -> Self {
+        Field { width: self.width, height: self.height, v: crate::padded::copy_huge(&self.v) }
+    }
+}
+
 impl<T: Real> Field<T> {
     pub fn zeros(width: usize, height: usize) -> Self {
-        Field { width, height, v: vec![T::zero(); width * height] }
+        Field { width, height, v: crate::padded::zeroed_huge(width * height) }
     }
 
     /// The array of `place` on the cell grid of `p`, filled by `f(x, y, i, j)`: the position in

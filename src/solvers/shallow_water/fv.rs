@@ -233,11 +233,7 @@ pub(super) struct Fv<T: Real, O> {
     pub grid: Grid<T>,
     op: O,
     bufs: [Q<T>; 3],
-    /// The buffer set holding the current state.
-    state: usize,
-    /// During a step: the set holding `Q^n` and the one holding the latest stage.
-    q0: usize,
-    cur: usize,
+    sets: Sets,
     dt: T,
     /// The initial fields, the exterior state of the sponges (only when there is a sponge).
     pub(super) exterior: Option<Q<T>>,
@@ -288,12 +284,12 @@ impl<T: Real, O: Operator<T>> Fv<T, O> {
         fill_ghosts(&mut q, p);
         let s = p.sides;
         let exterior = [s.north, s.east, s.south, s.west].into_iter().any(is_sponge).then(|| q.clone());
-        Fv { p: *p, rk, grid, op, bufs: [q.clone(), q.clone(), q], state: 0, q0: 0, cur: 0, dt: T::zero(), exterior }
+        Fv { p: *p, rk, grid, op, bufs: [q.clone(), q.clone(), q], sets: Sets::default(), dt: T::zero(), exterior }
     }
 
     /// The current state.
     pub fn q(&self) -> &Q<T> {
-        &self.bufs[self.state]
+        &self.bufs[self.sets.state]
     }
 
     /// One fused stage: `out = stage.apply(Q^n, input, dt, -L(input))` on the interior with the
@@ -307,7 +303,7 @@ impl<T: Real, O: Operator<T>> Fv<T, O> {
         let friction = self.p.friction != 0.0;
         let drag = T::of(k * b * stage.c) * T::of(self.p.friction) * dt;
         let (grid, op) = (&self.grid, &self.op);
-        let (qin, q0, qout) = split(&mut self.bufs, input, self.q0, out);
+        let (qin, q0, qout) = split(&mut self.bufs, input, self.sets.q0, out);
         let bm = &grid.bm.v;
         let chunk = BAND * w;
         qout.eta
@@ -354,6 +350,37 @@ impl<T: Real, O: Operator<T>> Fv<T, O> {
             sponge::relax(&mut qout.hv, &ext.hv, CELLS, &self.p);
         }
         fill_ghosts(&mut self.bufs[out], &self.p);
+    }
+}
+
+/// Which of three buffer sets holds what (CPU and device schemes alike): a stage writes the set
+/// that is neither its input nor `Q^n`'s, so `Q^n` stays where it is through the stages.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Sets {
+    /// The set holding the current state.
+    pub state: usize,
+    /// During a step: the set holding `Q^n` and the one holding the latest stage.
+    pub q0: usize,
+    cur: usize,
+}
+
+impl Sets {
+    /// A step starts from the current state.
+    pub fn begin(&mut self) {
+        self.q0 = self.state;
+        self.cur = self.state;
+    }
+
+    /// The (input, output) sets of the next stage.
+    pub fn next(&self) -> (usize, usize) {
+        let input = self.cur;
+        (input, (0..3).find(|&n| n != input && n != self.q0).expect("three sets"))
+    }
+
+    /// The stage wrote `out`: the latest stage and the state.
+    pub fn done(&mut self, out: usize) {
+        self.cur = out;
+        self.state = out;
     }
 }
 
@@ -418,7 +445,7 @@ impl<T: Real, O: Operator<T>> Scheme<T> for Fv<T, O> {
     }
 
     fn arrays_mut(&mut self) -> Vec<(&'static str, Place, &mut Field<T>)> {
-        let q = &mut self.bufs[self.state];
+        let q = &mut self.bufs[self.sets.state];
         vec![("eta", CELLS, &mut q.eta), ("hu", CELLS, &mut q.hu), ("hv", CELLS, &mut q.hv)]
     }
 }
@@ -426,8 +453,7 @@ impl<T: Real, O: Operator<T>> Scheme<T> for Fv<T, O> {
 impl<T: Real, O: Operator<T>> RkState for Fv<T, O> {
     /// `Q^n` stays in its buffer set (no copy).
     fn begin(&mut self) -> Result<()> {
-        self.q0 = self.state;
-        self.cur = self.state;
+        self.sets.begin();
         Ok(())
     }
 
@@ -438,11 +464,9 @@ impl<T: Real, O: Operator<T>> RkState for Fv<T, O> {
     }
 
     fn update(&mut self, stage: &Stage) -> Result<()> {
-        let input = self.cur;
-        let out = (0..3).find(|&n| n != input && n != self.q0).unwrap();
+        let (input, out) = self.sets.next();
         self.stage(stage, input, out);
-        self.cur = out;
-        self.state = out;
+        self.sets.done(out);
         Ok(())
     }
 }

@@ -26,7 +26,7 @@ use crate::numerics::rk::{self, RkState, Stage};
 use crate::real::Real;
 use crate::solver::Place;
 
-use super::fv::{CELLS, Fv, Operator, split};
+use super::fv::{CELLS, Fv, Operator, Sets, split};
 use super::grid::{Field, Physics, Side, SpongeKind};
 use super::scheme::{Cells, Initial, Scheme};
 
@@ -117,9 +117,7 @@ pub struct FvCuda<T: Real> {
     cfg: LaunchConfig,
     /// The CPU's three buffer sets (η, hu, hv each), rotated as there.
     bufs: [[CudaSlice<T>; 3]; 3],
-    state: usize,
-    q0: usize,
-    cur: usize,
+    sets: Sets,
     dt: T,
     exterior: Option<[CudaSlice<T>; 3]>,
     sponge_cells: [i32; 4],
@@ -198,9 +196,7 @@ impl<T: Real> FvCuda<T> {
             },
             cfg,
             bufs: [set()?, set()?, set()?],
-            state: 0,
-            q0: 0,
-            cur: 0,
+            sets: Sets::default(),
             dt: T::zero(),
             exterior,
             sponge_cells,
@@ -240,7 +236,7 @@ impl<T: Real> FvCuda<T> {
         let (nx, ny) = (p.nx as i32, p.ny as i32);
         let (dx, dy, g, theta) = (T::of(p.dx), T::of(p.dy), T::of(p.g), T::of(p.theta));
         let (wx, wy) = (T::of(p.wind[0]), T::of(p.wind[1]));
-        let (qin, q0, qout) = split(&mut self.bufs, input, self.q0, out);
+        let (qin, q0, qout) = split(&mut self.bufs, input, self.sets.q0, out);
         let mut l = self.stream.launch_builder(&self.k.stage);
         l.arg(&qin[0]).arg(&qin[1]).arg(&qin[2]).arg(&q0[0]).arg(&q0[1]).arg(&q0[2]);
         let [oe, ou, ov] = qout;
@@ -317,7 +313,7 @@ impl<T: Real> FvCuda<T> {
     }
 
     fn dt_reduction(&self) -> Result<T> {
-        let q = &self.bufs[self.state];
+        let q = &self.bufs[self.sets.state];
         let (nx, ny) = (self.p.nx as i32, self.p.ny as i32);
         let (g, dx, dy, inf) = (T::of(self.p.g), T::of(self.p.dx), T::of(self.p.dy), T::infinity());
         let shared = LINE * std::mem::size_of::<T>() as u32;
@@ -366,19 +362,19 @@ impl<T: Real> Scheme<T> for FvCuda<T> {
     }
 
     fn cells(&self) -> Cells<T> {
-        let [eta, hu, hv] = self.download(self.state);
+        let [eta, hu, hv] = self.download(self.sets.state);
         let (nx, ny) = (self.p.nx, self.p.ny);
         let interior = |f: &Field<T>| (2..ny + 2).flat_map(|l| f.row(l)[2..nx + 2].to_vec()).collect();
         Cells { eta: interior(&eta), hu: interior(&hu), hv: interior(&hv), depth: self.depth.clone() }
     }
 
     fn arrays(&self) -> Vec<(&'static str, Place, Field<T>)> {
-        let [eta, hu, hv] = self.download(self.state);
+        let [eta, hu, hv] = self.download(self.sets.state);
         vec![("eta", CELLS, eta), ("hu", CELLS, hu), ("hv", CELLS, hv)]
     }
 
     fn arrays_mut(&mut self) -> Vec<(&'static str, Place, &mut Field<T>)> {
-        self.staging = self.download(self.state);
+        self.staging = self.download(self.sets.state);
         let [eta, hu, hv] = &mut self.staging;
         vec![("eta", CELLS, eta), ("hu", CELLS, hu), ("hv", CELLS, hv)]
     }
@@ -386,7 +382,7 @@ impl<T: Real> Scheme<T> for FvCuda<T> {
     /// Upload the staging copies into the current buffer set (the CPU restores that one).
     fn restored(&mut self) -> Result<()> {
         let e = driver_err("upload");
-        for (f, d) in self.staging.iter().zip(self.bufs[self.state].iter_mut()) {
+        for (f, d) in self.staging.iter().zip(self.bufs[self.sets.state].iter_mut()) {
             self.stream.memcpy_htod(&f.v, d).map_err(&e)?;
         }
         Ok(())
@@ -405,8 +401,7 @@ impl<T: Real> Scheme<T> for FvCuda<T> {
 impl<T: Real> RkState for FvCuda<T> {
     /// `Q^n` stays in its buffer set (no copy), as on the CPU.
     fn begin(&mut self) -> Result<()> {
-        self.q0 = self.state;
-        self.cur = self.state;
+        self.sets.begin();
         Ok(())
     }
 
@@ -416,11 +411,9 @@ impl<T: Real> RkState for FvCuda<T> {
     }
 
     fn update(&mut self, stage: &Stage) -> Result<()> {
-        let input = self.cur;
-        let out = (0..3).find(|&n| n != input && n != self.q0).unwrap();
+        let (input, out) = self.sets.next();
         self.stage(stage, input, out)?;
-        self.cur = out;
-        self.state = out;
+        self.sets.done(out);
         Ok(())
     }
 }

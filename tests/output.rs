@@ -156,7 +156,7 @@ fn help_and_readme_command_summary_list_what_exists() {
     }
     assert!(!help.contains("mpi"), "--help names a feature that does not exist:\n{help}");
     let summary = readme_block("## Commands");
-    for sub in ["run", "check", "mesh", "bench"] {
+    for sub in ["run", "check", "mesh", "bench", "tune"] {
         let o = ok(sim(&dir, &[sub, "--help"]));
         for word in String::from_utf8_lossy(&o.stdout).split_whitespace() {
             let opt: String = word.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '-').collect();

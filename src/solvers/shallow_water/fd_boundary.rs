@@ -14,6 +14,8 @@
 //! The passes fill ghosts only; sponge sides are left alone (their ghosts keep the initial
 //! values). North–south first, then east–west over all rows, so the corners come out right.
 
+use std::ops::Range;
+
 use crate::real::Real;
 use crate::solver::{Location, Place};
 
@@ -123,6 +125,35 @@ impl<T> View<T> {
     #[inline(always)]
     pub unsafe fn seg_mut<'a>(self, l: usize, k: usize, len: usize) -> &'a mut [T] {
         unsafe { std::slice::from_raw_parts_mut(self.ptr.add(l * self.width + k), len) }
+    }
+
+    /// # Safety
+    /// As [`View::seg`].
+    #[inline(always)]
+    pub unsafe fn get(self, l: usize, k: usize) -> T
+    where
+        T: Copy,
+    {
+        unsafe { *self.ptr.add(l * self.width + k) }
+    }
+
+    /// # Safety
+    /// As [`View::seg_mut`].
+    #[inline(always)]
+    pub unsafe fn set(self, l: usize, k: usize, x: T) {
+        unsafe { *self.ptr.add(l * self.width + k) = x }
+    }
+
+    /// Row `from` to row `to` over the columns `ks`.
+    ///
+    /// # Safety
+    /// As [`View::seg`] for the one, [`View::seg_mut`] for the other.
+    pub unsafe fn copy_row(self, from: usize, to: usize, ks: Range<usize>)
+    where
+        T: Copy,
+    {
+        let (w, n) = (self.width, ks.len());
+        unsafe { std::ptr::copy_nonoverlapping(self.ptr.add(from * w + ks.start), self.ptr.add(to * w + ks.start), n) }
     }
 }
 

@@ -110,6 +110,50 @@ fn blocked_cavity_runs_write_what_unblocked_runs_write_and_converge_on_the_same_
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// A walled shallow-water basin with every term of `scheme` at work (β-plane Coriolis,
+/// friction, wind, uneven bathymetry; eddy viscosity for CTCS) and the schedules of [`case`]
+/// (outputs every 7 steps and at instants that shorten steps, checkpoints every 11 steps,
+/// guard checks every 5, a shortened last step).
+fn shallow_water(scheme: &str, precision: &str, temporal_block: &str, boundary: &str) -> String {
+    let viscosity = if scheme == "ctcs" { ", viscosity: 20.0" } else { "" };
+    let solver = format!(
+        "shallow_water: {{scheme: {scheme}, nx: 37, ny: 29, dx: 200.0, dy: 150.0, dt: 1.0, \
+         coriolis: {{f0: 0.01, beta: 1.0e-6}}, friction: 0.002, wind: [1.0e-4, -2.0e-4]{viscosity}, \
+         bathymetry: {{waves: {{mean: 60.0, amplitude: 8.0, wavelength: 3000.0}}}}, \
+         initial: {{bump: {{position: corner}}}}, boundary: {boundary}}}"
+    );
+    let extra = format!(
+        "output: {{every_steps: 7, every_time: 9.5}}\ncheckpoint: {{every_steps: 11, keep: 100}}\n\
+         guard: {{check_every: 5}}\ncpu: {{temporal_block: {temporal_block}}}"
+    );
+    heat_case("h", &solver, precision, "{end_time: 60.3}", &extra)
+}
+
+const WALLS: &str = "{}";
+
+#[test]
+fn blocked_shallow_water_runs_write_what_unblocked_runs_write() {
+    let dir = scratch("tb_shallow_water");
+    for (scheme, precision) in [("fbl", "f32"), ("fbl", "f64"), ("ctcs", "f32"), ("ctcs", "f64")] {
+        write(&dir, "off.yaml", &shallow_water(scheme, precision, "off", WALLS));
+        ok(sim(&dir, &["run", "off.yaml", "--quiet", "--out", "off", "--overwrite"]));
+        let plain = results(&dir.join("off"));
+        assert!(plain.0.len() > 10 && plain.1.len() > 4 && plain.2.len() > 10, "the case exercises every schedule");
+        for (setting, threads) in [("auto", "1"), ("auto", "2"), ("3", "2"), ("4", "1"), ("64", "2")] {
+            write(&dir, "on.yaml", &shallow_water(scheme, precision, setting, WALLS));
+            ok(sim(&dir, &["run", "on.yaml", "--quiet", "--out", "on", "--overwrite", "--threads", threads]));
+            let blocked = results(&dir.join("on"));
+            let what = format!("{scheme}, {precision}, temporal_block {setting}, {threads} threads");
+            assert!(plain.0 == blocked.0, "{what}: VTK files differ");
+            assert!(plain.1 == blocked.1, "{what}: checkpoints differ");
+            assert_eq!(plain.2, blocked.2, "{what}: history");
+            let summary = std::fs::read_to_string(dir.join("on/summary.json")).unwrap();
+            assert!(summary.contains("\"temporal_block\": \""), "{what}: the summary names the tiling: {summary}");
+        }
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 #[test]
 fn restarts_across_blocking_settings_are_bit_exact() {
     let dir = scratch("tb_restart");
@@ -123,6 +167,17 @@ fn restarts_across_blocking_settings_are_bit_exact() {
         let (full, legs) = (results(&dir.join("full")), results(&dir.join("legs")));
         assert_eq!(full.1.last().map(|c| c.0), legs.1.last().map(|c| c.0), "{first} then {second}: last step");
         assert!(full.1.last() == legs.1.last(), "{first} then {second}: final state differs");
+    }
+    // CTCS keeps two levels, and starts its leapfrog on the first step only.
+    write(&dir, "off.yaml", &shallow_water("ctcs", "f64", "off", WALLS));
+    write(&dir, "on.yaml", &shallow_water("ctcs", "f64", "4", WALLS));
+    ok(sim(&dir, &["run", "off.yaml", "--quiet", "--out", "full", "--overwrite"]));
+    for (first, second) in [("on.yaml", "off.yaml"), ("off.yaml", "on.yaml")] {
+        ok(sim(&dir, &["run", first, "--quiet", "--out", "legs", "--steps", "23", "--overwrite"]));
+        ok(sim(&dir, &["run", "--restart", "legs", second, "--quiet"]));
+        let (full, legs) = (results(&dir.join("full")), results(&dir.join("legs")));
+        assert_eq!(full.1.last().map(|c| c.0), legs.1.last().map(|c| c.0), "ctcs, {first} then {second}: last step");
+        assert!(full.1.last() == legs.1.last(), "ctcs, {first} then {second}: final state differs");
     }
     std::fs::remove_dir_all(dir).unwrap();
 }
@@ -141,6 +196,16 @@ fn check_says_what_a_run_would_choose() {
     assert!(!said(&case(HEAT2D, "f64", "off")).contains("temporal blocking"));
     let adi = heat_case("h", "heat2d: {n: 43, r: 2.0, method: adi}", "f64", "{end_step: 5}", "");
     assert!(!said(&adi).contains("temporal blocking"), "the implicit methods are not blocked");
+    let fbl = with_threads(shallow_water("fbl", "f32", "5", WALLS), 1);
+    assert!(said(&fbl).contains("temporal blocking: 5 steps per sweep, 1 band on 1 thread\n"), "{}", said(&fbl));
+    let walls_and_periodic = "{east: periodic, west: periodic}";
+    let sponge = "{north: {sponge: {cells: 4, kind: relaxation}}}";
+    for (scheme, boundary) in [("ctcs", walls_and_periodic), ("fbl", sponge)] {
+        let text = shallow_water(scheme, "f32", "auto", boundary);
+        assert!(!said(&text).contains("temporal blocking"), "{scheme} {boundary} steps one at a time");
+    }
+    let kp07 = shallow_water("fbl", "f32", "auto", WALLS).replace("scheme: fbl", "scheme: kp07");
+    assert!(!said(&kp07).contains("temporal blocking"), "the finite-volume schemes are not blocked");
     std::fs::remove_dir_all(dir).unwrap();
 }
 

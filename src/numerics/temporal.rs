@@ -23,16 +23,27 @@ use rayon::prelude::*;
 
 /// One explicit step of a radius-1 stencil, one row segment at a time.
 pub trait RowStencil: Sync {
-    /// Compute level `t >= 1` of row `j` over `cols` (into buffer `t % 2`), reading level
-    /// `t - 1` (buffer `(t - 1) % 2`) at rows `j - 1 ..= j + 1` and columns `cols` widened by
-    /// one on each side, clipped to the grid, and level `t - 2` only at the points it
-    /// replaces. A boundary row that copies row 1 (or `ny - 2`) of the same level is written
-    /// with that row; its own call does nothing.
+    /// What one task of a sweep keeps between its calls (rolling rows of derived values);
+    /// `()` for none. A task makes its calls of one level in increasing rows, over the same
+    /// columns.
+    type Scratch;
+
+    /// A fresh scratch for one task.
+    fn scratch(&self) -> Self::Scratch;
+
+    /// Compute level `t >= 1` of row `j` over `cols`, reading earlier levels at rows
+    /// `j - 1 ..= j + 1` and columns `cols` widened by one on each side, clipped to the grid
+    /// (and what this call wrote). Every value it writes, at those rows and columns, replaces
+    /// one that only earlier levels read, and only within the same reach: with two buffers
+    /// (level `t` in buffer `t % 2`), level `t - 1` next to the point and level `t - 2` at
+    /// the point itself; a step split into several levels may keep each field in two
+    /// buffers by step instead. A boundary row that copies row 1 (or `ny - 2`) of the same
+    /// level is written with that row; its own call does nothing.
     ///
     /// # Safety
     /// No other thread may write the values read, or touch the values written, while this
     /// runs. [`sweep`] guarantees it.
-    unsafe fn update(&self, t: usize, j: usize, cols: Range<usize>);
+    unsafe fn update(&self, scratch: &mut Self::Scratch, t: usize, j: usize, cols: Range<usize>);
 }
 
 /// How a sweep splits the columns, and how many levels it advances at most.
@@ -116,16 +127,17 @@ pub fn sweep(stencil: &impl RowStencil, ny: usize, tiling: &Tiling, levels: usiz
 /// Levels `1..=levels` of the region `cols(t)`, row by row along skewed fronts: at front `f`,
 /// level `t` of row `f - t + 1`, lowest level first.
 fn wavefront(stencil: &impl RowStencil, ny: usize, levels: usize, cols: impl Fn(usize) -> Range<usize>) {
+    let mut scratch = stencil.scratch();
     for front in 0..ny + levels - 1 {
         for t in 1..=levels {
             let Some(j) = (front + 1).checked_sub(t) else { break };
             let c = cols(t);
             if j < ny && !c.is_empty() {
-                // SAFETY: level t - 1 of rows j - 1 ..= j + 1 was completed at earlier fronts
-                // (row j + 1 earlier in this one), and level t - 2 of row j, which this
-                // overwrites, was last read at this front. Other tasks of the same phase
-                // touch other columns at every level; the two phases do not overlap.
-                unsafe { stencil.update(t, j, c) };
+                // SAFETY: the earlier levels of rows j - 1 ..= j + 1 were completed at earlier
+                // fronts (row j + 1 earlier in this one), and so were their reads of what
+                // this overwrites. Other tasks of the same phase touch other columns at
+                // every level; the two phases do not overlap.
+                unsafe { stencil.update(&mut scratch, t, j, c) };
             }
         }
     }
@@ -146,7 +158,9 @@ mod tests {
     }
 
     impl RowStencil for Tracker {
-        unsafe fn update(&self, t: usize, j: usize, cols: Range<usize>) {
+        type Scratch = ();
+        fn scratch(&self) {}
+        unsafe fn update(&self, _: &mut (), t: usize, j: usize, cols: Range<usize>) {
             let mut level = self.level.lock().unwrap();
             let (nx, ny) = (self.nx, self.ny);
             for i in cols {

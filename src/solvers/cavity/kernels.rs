@@ -179,7 +179,9 @@ struct Blocked<T> {
 unsafe impl<T: Send> Sync for Blocked<T> {}
 
 impl<T: Real> RowStencil for Blocked<T> {
-    unsafe fn update(&self, t: usize, j: usize, cols: Range<usize>) {
+    type Scratch = ();
+    fn scratch(&self) {}
+    unsafe fn update(&self, _: &mut (), t: usize, j: usize, cols: Range<usize>) {
         let (nx, ny) = (self.nx, self.ny);
         // The bottom and top walls copy rows 1 and ny - 2 of the same level: written with them.
         if j == 0 || j == ny - 1 {

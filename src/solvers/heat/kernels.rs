@@ -141,7 +141,9 @@ struct Ftcs1d<T> {
 unsafe impl<T: Send> Sync for Ftcs1d<T> {}
 
 impl<T: Real> RowStencil for Ftcs1d<T> {
-    unsafe fn update(&self, t: usize, _row: usize, cols: Range<usize>) {
+    type Scratch = ();
+    fn scratch(&self) {}
+    unsafe fn update(&self, _: &mut (), t: usize, _row: usize, cols: Range<usize>) {
         let n = self.n;
         // SAFETY: as for `Ftcs2d::update`.
         let out = unsafe { std::slice::from_raw_parts_mut(self.levels[t % 2].add(cols.start), cols.len()) };
@@ -250,7 +252,9 @@ struct Ftcs2d<T> {
 unsafe impl<T: Send> Sync for Ftcs2d<T> {}
 
 impl<T: Real> RowStencil for Ftcs2d<T> {
-    unsafe fn update(&self, t: usize, j: usize, cols: Range<usize>) {
+    type Scratch = ();
+    fn scratch(&self) {}
+    unsafe fn update(&self, _: &mut (), t: usize, j: usize, cols: Range<usize>) {
         let (nx, ny) = (self.nx, self.ny);
         let src = self.levels[(t - 1) % 2] as *const T;
         // SAFETY: row j, `cols` of the level-t buffer is ours alone during the call (the

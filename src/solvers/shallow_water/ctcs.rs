@@ -39,12 +39,15 @@
 //!
 //! Storage follows [`super::fd_boundary`] (CTCS's own index convention).
 
+use std::ops::Range;
+
 use rayon::prelude::*;
 
+use crate::numerics::temporal::{self, RowStencil, Tiling};
 use crate::real::Real;
 use crate::solver::Place;
 
-use super::fd_boundary::{self, ETA, HU, HV, ROWS, State};
+use super::fd_boundary::{self, ETA, HU, HV, ROWS, State, View};
 use super::grid::{Field, Physics, Side};
 use super::scheme::{Cells, Initial, Scheme};
 
@@ -104,10 +107,10 @@ pub(super) struct Consts<T> {
 
 /// Level `n` and the constants the step reads.
 struct Inputs<'a, T> {
-    h: &'a Field<T>,
-    eta: &'a Field<T>,
-    hu: &'a Field<T>,
-    hv: &'a Field<T>,
+    h: View<T>,
+    eta: View<T>,
+    hu: View<T>,
+    hv: View<T>,
     f_vq: &'a [T],
     f_c: &'a [T],
 }
@@ -185,10 +188,10 @@ impl<T: Real> Ctcs<T> {
         let c = self.consts(tdt);
         let (nx, ny) = (c.nx, c.ny);
         let inp = Inputs {
-            h: &self.h,
-            eta: &self.cur.eta,
-            hu: &self.cur.hu,
-            hv: &self.cur.hv,
+            h: View::of(&self.h),
+            eta: View::of(&self.cur.eta),
+            hu: View::of(&self.cur.hu),
+            hv: View::of(&self.cur.hv),
             f_vq: &self.f_vq,
             f_c: &self.f_c,
         };
@@ -207,11 +210,157 @@ impl<T: Real> Ctcs<T> {
         let mut h = [vec![T::zero(); we], vec![T::zero(); we]];
         let mut rh = [vec![T::zero(); we], vec![T::zero(); we]];
         let mut rc = vec![T::zero(); nx + 1];
-        for (i, l) in [ny, ny + 1].into_iter().enumerate() {
-            depth_row(&mut h[i], &mut rh[i], l, &inp, &c);
+        // SAFETY (the row kernels): `inp` views level n, which no one writes during the pass.
+        unsafe {
+            for (i, l) in [ny, ny + 1].into_iter().enumerate() {
+                depth_row(&mut h[i], &mut rh[i], l, 0..we, &inp);
+            }
+            corner_row(&mut rc, &h[0], &h[1], 0..nx + 1);
+            v_row(&mut hv_north[1..nx + 1], ny + 1, 1..nx + 1, &inp, &c, &rh[0], &rh[1], &rc);
         }
-        corner_row(&mut rc, &h[0], &h[1], &c);
-        v_row(&mut hv_north[..wv], ny + 1, &inp, &c, &rh[0], &rh[1], &rc);
+    }
+
+    /// `steps` steps of `dt` in one temporally blocked sweep (see [`temporal`]), bitwise equal
+    /// to `steps` calls of [`Scheme::step`] after the first. Walls only (see
+    /// [`fd_boundary::blockable`]): each row writes the ghost values the next level reads
+    /// (its ghost columns, and rows 0 and ny + 1 of η and U with rows 1 and ny), and the
+    /// whole ghost pass runs on both levels at the end.
+    pub(super) fn steps_blocked(&mut self, dt: f64, tiling: &Tiling, steps: usize) {
+        assert!(fd_boundary::blockable(&self.p) && tiling.levels_per_step == 1);
+        let ny = self.p.ny;
+        let stencil = Blocked {
+            levels: [&mut self.cur, &mut self.prev]
+                .map(|s| [View::of_mut(&mut s.eta), View::of_mut(&mut s.hu), View::of_mut(&mut s.hv)]),
+            h: View::of(&self.h),
+            f_vq: &self.f_vq,
+            f_c: &self.f_c,
+            c: self.consts(self.interval(dt, false)),
+        };
+        temporal::sweep(&stencil, ny + 2, tiling, steps);
+        if steps % 2 == 1 {
+            std::mem::swap(&mut self.cur, &mut self.prev);
+        }
+        self.cur.fill(&self.p, false);
+        self.prev.fill(&self.p, false);
+    }
+}
+
+/// CTCS steps for [`temporal::sweep`] over the rows and columns of the halo grid (unit column
+/// `k`: U's west face of cell `k`, V and η of cell `k`): level `t` in buffer `t % 2` (0: `cur`,
+/// 1: `prev`), written in place over level `t - 2`, which only the point itself reads.
+struct Blocked<'a, T> {
+    /// η, U, V of the two buffers.
+    levels: [[View<T>; 3]; 2],
+    h: View<T>,
+    f_vq: &'a [T],
+    f_c: &'a [T],
+    c: Consts<T>,
+}
+
+/// One task's rolling rows of one level, as in the unblocked pass: after the call for row
+/// `row - 1`, h and 1/h of the cell rows `row - 2` and `row - 1` (and a free row), and 1/D
+/// of the corners between them.
+struct Rolling<T> {
+    row: usize,
+    h: [Vec<T>; 2],
+    rh: [Vec<T>; 3],
+    rc: [Vec<T>; 2],
+}
+
+impl<T: Real> RowStencil for Blocked<'_, T> {
+    /// Rolling rows by level.
+    type Scratch = Vec<Option<Rolling<T>>>;
+
+    fn scratch(&self) -> Self::Scratch {
+        Vec::new()
+    }
+
+    unsafe fn update(&self, scratch: &mut Self::Scratch, t: usize, j: usize, cols: Range<usize>) {
+        let (nx, ny) = (self.c.nx, self.c.ny);
+        // Ghost rows are written with rows 1 and ny.
+        if j == 0 || j > ny {
+            return;
+        }
+        if scratch.len() <= t {
+            scratch.resize_with(t + 1, || None);
+        }
+        let r = scratch[t].get_or_insert_with(|| {
+            let row = |w: usize| vec![T::zero(); w];
+            Rolling { row: 0, h: [row(nx + 2), row(nx + 2)], rh: [row(nx + 2), row(nx + 2), row(nx + 2)], rc: [row(nx + 1), row(nx + 1)] }
+        });
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2; the rest as for this function.
+            return unsafe { self.update_avx2(r, t, j, cols) };
+        }
+        // SAFETY: as for this function.
+        unsafe { self.update_body(r, t, j, cols) }
+    }
+}
+
+impl<T: Real> Blocked<'_, T> {
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn update_avx2(&self, r: &mut Rolling<T>, t: usize, j: usize, cols: Range<usize>) {
+        unsafe { self.update_body(r, t, j, cols) }
+    }
+
+    #[inline(always)]
+    unsafe fn update_body(&self, r: &mut Rolling<T>, t: usize, j: usize, cols: Range<usize>) {
+        let c = &self.c;
+        let (nx, ny) = (c.nx, c.ny);
+        let ([eta0, hu0, hv0], [eta, hu, hv]) = (self.levels[(t - 1) % 2], self.levels[t % 2]);
+        let inp = Inputs { h: self.h, eta: eta0, hu: hu0, hv: hv0, f_vq: self.f_vq, f_c: self.f_c };
+        let lo = cols.start.max(1);
+        let (faces, cells) = (lo..cols.end.min(nx + 2), lo..cols.end.min(nx + 1));
+        // The depths the rows read (cells next to the faces, corners next to faces and cells).
+        let depths = lo - 1..faces.end.max(cells.end + 1);
+        let corners = lo - 1..(faces.end - 1).max(cells.end);
+        // SAFETY (all segments): in bounds of the halo arrays; written: row j over `cols` of
+        // this level (and rows 0 / ny + 1 with rows 1 / ny), ours alone; read: level t - 1
+        // within one row and column, which no one writes now, and what this call wrote.
+        unsafe {
+            if r.row != j {
+                let ([h0, h1], [rh0, rh1, _]) = (&mut r.h, &mut r.rh);
+                depth_row(h0, rh0, j - 1, depths.clone(), &inp);
+                depth_row(h1, rh1, j, depths.clone(), &inp);
+                corner_row(&mut r.rc[0], h0, h1, corners.clone());
+            }
+            let [h_lo, h_hi] = &mut r.h;
+            // h row j - 1 is no longer needed: row j + 1 takes its place.
+            depth_row(h_lo, &mut r.rh[2], j + 1, depths, &inp);
+            corner_row(&mut r.rc[1], h_hi, h_lo, corners);
+            if !faces.is_empty() {
+                u_row(hu.seg_mut(j, faces.start, faces.len()), j, faces, &inp, c, &r.rh[1], &r.rc[0], &r.rc[1]);
+            }
+            if !cells.is_empty() {
+                let n = cells.len();
+                v_row(hv.seg_mut(j, lo, n), j, cells.clone(), &inp, c, &r.rh[0], &r.rh[1], &r.rc[0]);
+                eta_row(eta.seg_mut(j, lo, n), j, cells, &inp, c);
+            }
+            r.h.swap(0, 1);
+            r.rh.rotate_left(1);
+            r.rc.swap(0, 1);
+            r.row = j + 1;
+            // The ghost pass for what the next level reads: the ghost columns of this row
+            // (U's boundary faces are already zero), rows 0 and ny + 1 of η and U.
+            if cols.start == 0 {
+                eta.set(j, 0, eta.get(j, 1));
+                hv.set(j, 0, hv.get(j, 1));
+                hu.set(j, 0, -hu.get(j, 2));
+            }
+            if cols.end == nx + 2 {
+                eta.set(j, nx + 1, eta.get(j, nx));
+                hv.set(j, nx + 1, hv.get(j, nx));
+                hu.set(j, nx + 2, -hu.get(j, nx));
+            }
+            for (inside, ghost) in [(1, 0), (ny, ny + 1)] {
+                if j == inside {
+                    eta.copy_row(j, ghost, cols.clone());
+                    hu.copy_row(j, ghost, cols.start..cols.end + usize::from(cols.end == nx + 2));
+                }
+            }
+        }
     }
 }
 
@@ -249,97 +398,103 @@ fn rows_body<T: Real>(
     inp: &Inputs<T>,
     c: &Consts<T>,
 ) {
-    let (we, wu, wv) = (c.nx + 2, c.nx + 3, c.nx + 2);
+    let (nx, we, wu, wv) = (c.nx, c.nx + 2, c.nx + 3, c.nx + 2);
+    let (cells, corners) = (0..we, 0..nx + 1);
     // Rolling rows shared by the U and V updates: h = H + η of cell rows l-1, l (then l,
     // l+1), 1/h of rows l-1, l, l+1, and 1/(corner depth) of the corner rows l-1/2, l+1/2.
     let mut h = [vec![T::zero(); we], vec![T::zero(); we]];
     let mut rh = [vec![T::zero(); we], vec![T::zero(); we], vec![T::zero(); we]];
     let mut rc = [vec![T::zero(); c.nx + 1], vec![T::zero(); c.nx + 1]];
-    {
+    // SAFETY (the row kernels): `inp` views level n, which no one writes during the pass,
+    // and every row read (0..=ny+2) exists.
+    unsafe {
         let [h0, h1] = &mut h;
         let [rh0, rh1, _] = &mut rh;
-        depth_row(h0, rh0, a - 1, inp, c);
-        depth_row(h1, rh1, a, inp, c);
-        corner_row(&mut rc[0], h0, h1, c);
+        depth_row(h0, rh0, a - 1, cells.clone(), inp);
+        depth_row(h1, rh1, a, cells.clone(), inp);
+        corner_row(&mut rc[0], h0, h1, corners.clone());
     }
     for r in 0..e.len() / we {
         let l = a + r;
-        {
+        // SAFETY: as above.
+        unsafe {
             let [h_lo, h_hi] = &mut h;
             // h row l - 1 is no longer needed: row l + 1 takes its place.
-            depth_row(h_lo, &mut rh[2], l + 1, inp, c);
-            corner_row(&mut rc[1], h_hi, h_lo, c);
+            depth_row(h_lo, &mut rh[2], l + 1, cells.clone(), inp);
+            corner_row(&mut rc[1], h_hi, h_lo, corners.clone());
+            u_row(&mut u[r * wu + 1..r * wu + nx + 2], l, 1..nx + 2, inp, c, &rh[1], &rc[0], &rc[1]);
+            v_row(&mut v[r * wv + 1..r * wv + nx + 1], l, 1..nx + 1, inp, c, &rh[0], &rh[1], &rc[0]);
+            eta_row(&mut e[r * we + 1..r * we + nx + 1], l, 1..nx + 1, inp, c);
         }
-        u_row(&mut u[r * wu..(r + 1) * wu], l, inp, c, &rh[1], &rc[0], &rc[1]);
-        v_row(&mut v[r * wv..(r + 1) * wv], l, inp, c, &rh[0], &rh[1], &rc[0]);
-        eta_row(&mut e[r * we..(r + 1) * we], l, inp, c);
         h.swap(0, 1);
         rh.rotate_left(1);
         rc.swap(0, 1);
     }
 }
 
-/// `h = H + η` of cell row `l` (all columns) and `1/h`.
+/// `h = H + η` of cell row `l` and `1/h` over the columns `ks` (of whole rows `h`, `inv`).
+///
+/// # Safety
+/// `inp` may be read there.
 #[inline(always)]
-fn depth_row<T: Real>(h: &mut [T], inv: &mut [T], l: usize, inp: &Inputs<T>, c: &Consts<T>) {
-    let w = c.nx + 2;
-    let (h, inv) = (&mut h[..w], &mut inv[..w]);
-    let (depth, eta) = (&inp.h.row(l)[..w], &inp.eta.row(l)[..w]);
+unsafe fn depth_row<T: Real>(h: &mut [T], inv: &mut [T], l: usize, ks: Range<usize>, inp: &Inputs<T>) {
+    let n = ks.len();
+    let (depth, eta) = unsafe { (inp.h.seg(l, ks.start, n), inp.eta.seg(l, ks.start, n)) };
+    let (h, inv) = (&mut h[ks.clone()], &mut inv[ks]);
     let one = T::one();
-    for k in 0..w {
+    for k in 0..n {
         h[k] = depth[k] + eta[k];
         inv[k] = one / h[k];
     }
 }
 
-/// `1/D` at the corners between cell rows `south` and `north` (their depths h), corner `c`
-/// between columns `c` and `c + 1` (`c = 0..=nx`), `D = ¼((h_SW + h_SE) + (h_NW + h_NE))`.
+/// `1/D` at the corners `cs` between cell rows `south` and `north` (their depths h), corner
+/// `c` between columns `c` and `c + 1` (`c = 0..=nx`), `D = ¼((h_SW + h_SE) + (h_NW + h_NE))`.
 #[inline(always)]
-fn corner_row<T: Real>(out: &mut [T], south: &[T], north: &[T], c: &Consts<T>) {
-    let m = c.nx + 1;
-    let out = &mut out[..m];
-    let (sw, se, nw, ne) = (&south[..m], &south[1..m + 1], &north[..m], &north[1..m + 1]);
+fn corner_row<T: Real>(out: &mut [T], south: &[T], north: &[T], cs: Range<usize>) {
+    let (c0, m) = (cs.start, cs.len());
+    let out = &mut out[cs];
+    let (sw, se) = (&south[c0..c0 + m], &south[c0 + 1..c0 + m + 1]);
+    let (nw, ne) = (&north[c0..c0 + m], &north[c0 + 1..c0 + m + 1]);
     let (one, quarter) = (T::one(), T::of(0.25));
     for k in 0..m {
         out[k] = one / (quarter * ((sw[k] + se[k]) + (nw[k] + ne[k])));
     }
 }
 
-/// `len` values of row `row` of `f` from column `from`.
+/// U of row `l` (1..=ny) on the faces `qs` (within `1..=nx+1`; face `q` between cells
+/// `q - 1` and `q`); `out` holds U⁰ there. `rh`: 1/h of the cells of row `l`; `rc_s`,
+/// `rc_n`: 1/D of the corners south and north (whole rows).
+///
+/// # Safety
+/// `inp` may be read within one row and column of these faces.
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn seg<T: Real>(f: &Field<T>, row: usize, from: usize, len: usize) -> &[T] {
-    &f.row(row)[from..from + len]
-}
-
-/// U of row `l` (1..=ny) on the faces `1..=nx+1`; `out` is the whole row, holding U⁰.
-/// `rh`: 1/h of the cells of row `l`; `rc_s`, `rc_n`: 1/D of the corners south and north.
-#[inline(always)]
-fn u_row<T: Real>(
+unsafe fn u_row<T: Real>(
     out: &mut [T],
     l: usize,
+    qs: Range<usize>,
     inp: &Inputs<T>,
     c: &Consts<T>,
     rh: &[T],
     rc_s: &[T],
     rc_n: &[T],
 ) {
-    let nx = c.nx;
-    let m = nx + 1;
-    // Face k (1..=nx+1) at index k - 1: west cell k - 1, east cell k.
-    let west = |f, row| seg(f, row, 0, m);
-    let east = |f, row| seg(f, row, 1, m);
+    let (q0, m) = (qs.start, qs.len());
+    let seg = |f: View<T>, row: usize, from: usize| unsafe { f.seg(row, from, m) };
+    let west = |f, row| seg(f, row, q0 - 1);
+    let east = |f, row| seg(f, row, q0);
     let (h_w, h_e) = (west(inp.h, l), east(inp.h, l));
     let (e_w, e_e) = (west(inp.eta, l), east(inp.eta, l));
-    let (rh_w, rh_e) = (&rh[..m], &rh[1..m + 1]);
-    let (rc_s, rc_n) = (&rc_s[..m], &rc_n[..m]);
-    let hu = inp.hu.row(l);
-    let (u_m0, u_00, u_p0) = (&hu[..m], &hu[1..m + 1], &hu[2..m + 2]);
-    let (u_0m, u_0p) = (&inp.hu.row(l - 1)[1..m + 1], &inp.hu.row(l + 1)[1..m + 1]);
+    let (rh_w, rh_e) = (&rh[q0 - 1..q0 - 1 + m], &rh[q0..q0 + m]);
+    let (rc_s, rc_n) = (&rc_s[q0 - 1..q0 - 1 + m], &rc_n[q0 - 1..q0 - 1 + m]);
+    let (u_m0, u_00, u_p0) = (west(inp.hu, l), east(inp.hu, l), seg(inp.hu, l, q0 + 1));
+    let (u_0m, u_0p) = (east(inp.hu, l - 1), east(inp.hu, l + 1));
     // V faces south (row l) and north (row l + 1) of the face, west and east of it.
     let (v_s_w, v_s_e, v_n_w, v_n_e) =
         (west(inp.hv, l), east(inp.hv, l), west(inp.hv, l + 1), east(inp.hv, l + 1));
     let (f_s, f_n) = (inp.f_vq[l], inp.f_vq[l + 1]);
-    let u0 = &mut out[1..m + 1];
+    let u0 = &mut out[..m];
     let (half, quarter, one) = (T::of(0.5), T::of(0.25), T::one());
     let c = *c;
     macro_rules! body {
@@ -371,38 +526,44 @@ fn u_row<T: Real>(
             body!(k, |rhs, _| rhs * c.inv_c);
         }
     }
-    if c.wall_w {
+    if c.wall_w && q0 == 1 {
         u0[0] = T::zero();
     }
-    if c.wall_e {
-        u0[nx] = T::zero();
+    if c.wall_e && qs.end == c.nx + 2 {
+        u0[m - 1] = T::zero();
     }
 }
 
-/// V of row `l` (1..=ny+1) on the columns `1..=nx`; `out` is the whole row, holding V⁰.
-/// `rh_s`, `rh_n`: 1/h of the cell rows `l − 1` and `l`; `rc`: 1/D of the corners between them.
+/// V of row `l` (1..=ny+1) on the cells `ks` (within `1..=nx`); `out` holds V⁰ there.
+/// `rh_s`, `rh_n`: 1/h of the cell rows `l − 1` and `l`; `rc`: 1/D of the corners between
+/// them (whole rows).
+///
+/// # Safety
+/// `inp` may be read within one row and column of these faces.
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn v_row<T: Real>(
+unsafe fn v_row<T: Real>(
     out: &mut [T],
     l: usize,
+    ks: Range<usize>,
     inp: &Inputs<T>,
     c: &Consts<T>,
     rh_s: &[T],
     rh_n: &[T],
     rc: &[T],
 ) {
-    let nx = c.nx;
-    let v0 = &mut out[1..nx + 1];
+    let (k0, n) = (ks.start, ks.len());
+    let v0 = &mut out[..n];
     if (l == 1 && c.wall_s) || (l == c.ny + 1 && c.wall_n) {
         v0.fill(T::zero());
         return;
     }
-    // Column k (1..=nx) at index k - 1; cells south (row l - 1) and north (row l).
-    let col = |f, row, off| seg(f, row, off, nx);
+    // Cells south (row l - 1) and north (row l); `off` 0, 1, 2: the columns k - 1, k, k + 1.
+    let col = |f: View<T>, row: usize, off: usize| unsafe { f.seg(row, k0 - 1 + off, n) };
     let (h_s, h_n) = (col(inp.h, l - 1, 1), col(inp.h, l, 1));
     let (e_s, e_n) = (col(inp.eta, l - 1, 1), col(inp.eta, l, 1));
-    let (rh_s, rh_n) = (&rh_s[1..nx + 1], &rh_n[1..nx + 1]);
-    let (rc_w, rc_e) = (&rc[..nx], &rc[1..nx + 1]);
+    let (rh_s, rh_n) = (&rh_s[k0..k0 + n], &rh_n[k0..k0 + n]);
+    let (rc_w, rc_e) = (&rc[k0 - 1..k0 - 1 + n], &rc[k0..k0 + n]);
     let (v_m0, v_00, v_p0) = (col(inp.hv, l, 0), col(inp.hv, l, 1), col(inp.hv, l, 2));
     let (v_0m, v_0p) = (col(inp.hv, l - 1, 1), col(inp.hv, l + 1, 1));
     // U faces west (column k) and east (k + 1) of the face, in the rows south and north.
@@ -432,26 +593,29 @@ fn v_row<T: Real>(
         }};
     }
     if c.friction {
-        for k in 0..nx {
+        for k in 0..n {
             body!(k, |rhs, h_y| rhs / (one + c.r_tdt / h_y + c.visc));
         }
     } else {
-        for k in 0..nx {
+        for k in 0..n {
             body!(k, |rhs, _| rhs * c.inv_c);
         }
     }
 }
 
-/// η of row `l` (1..=ny); `out` is the whole row, holding η⁰.
+/// η of row `l` (1..=ny) on the cells `ks`; `out` holds η⁰ there.
+///
+/// # Safety
+/// `inp` may be read within one row and column of these cells.
 #[inline(always)]
-fn eta_row<T: Real>(out: &mut [T], l: usize, inp: &Inputs<T>, c: &Consts<T>) {
-    let nx = c.nx;
-    let hu = inp.hu.row(l);
-    let (u_w, u_e) = (&hu[1..nx + 1], &hu[2..nx + 2]);
-    let (v_s, v_n) = (&inp.hv.row(l)[1..nx + 1], &inp.hv.row(l + 1)[1..nx + 1]);
-    let eta0 = &mut out[1..nx + 1];
+unsafe fn eta_row<T: Real>(out: &mut [T], l: usize, ks: Range<usize>, inp: &Inputs<T>, c: &Consts<T>) {
+    let (k0, n) = (ks.start, ks.len());
+    let seg = |f: View<T>, row: usize, from: usize| unsafe { f.seg(row, from, n) };
+    let (u_w, u_e) = (seg(inp.hu, l, k0), seg(inp.hu, l, k0 + 1));
+    let (v_s, v_n) = (seg(inp.hv, l, k0), seg(inp.hv, l + 1, k0));
+    let eta0 = &mut out[..n];
     let (tdt_dx, tdt_dy) = (c.tdt_dx, c.tdt_dy);
-    for k in 0..nx {
+    for k in 0..n {
         eta0[k] = eta0[k] - tdt_dx * (u_e[k] - u_w[k]) - tdt_dy * (v_n[k] - v_s[k]);
     }
 }
@@ -483,6 +647,10 @@ impl<T: Real> Scheme<T> for Ctcs<T> {
         }
         self.prev.fill(&self.p, false);
         std::mem::swap(&mut self.cur, &mut self.prev);
+    }
+
+    fn steps_blocked(&mut self, dt: f64, tiling: &Tiling, steps: usize) {
+        Ctcs::steps_blocked(self, dt, tiling, steps);
     }
 
     /// Half the 1-D C-grid limit, `½ / ((max|u| + sqrt(g max h)) sqrt(1/dx² + 1/dy²))`, over
@@ -796,5 +964,47 @@ mod tests {
             s.step(1.0, i == 0);
         }
         assert_sponges_held(&p, &initial, &s.cur);
+    }
+
+    /// Blocked sweeps give the bits of plain steps (both levels), for sweeps of several
+    /// depths and bands, step counts they do not divide, 1 and 2 threads, f32 and f64,
+    /// widths that are not multiples of the bands, and both variants of the scheme.
+    #[test]
+    fn blocked_steps_match_plain_steps() {
+        use super::super::fd_boundary::cases::{busy_initial, busy_physics};
+        fn check<T: Real>(nx: usize, ny: usize, compat: bool, steps: usize, bands: usize, threads: usize) {
+            let mut p = busy_physics(nx, ny, 40.0);
+            p.gpu_ocean_compat = compat;
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            let tiling = Tiling::for_steps(nx + 2, steps, 1, bands);
+            let (plain, blocked) = pool.install(|| {
+                let mut plain = busy_initial(&p, |init| Ctcs::<T>::new(&p, init));
+                let mut blocked = busy_initial(&p, |init| Ctcs::<T>::new(&p, init));
+                for i in 0..24 {
+                    plain.step(1.0, i == 0);
+                }
+                blocked.step(1.0, true);
+                let mut left = 23;
+                while left > 0 {
+                    let k = left.min(tiling.steps());
+                    blocked.steps_blocked(1.0, &tiling, k);
+                    left -= k;
+                }
+                (plain, blocked)
+            });
+            let what = format!("{nx}x{ny}, compat {compat}, {tiling}, {threads} threads, {}", T::PRECISION.name());
+            assert!(plain.cur.eta.v.iter().all(|x| x.is_finite()), "{what}");
+            assert!(plain.cur == blocked.cur && plain.prev == blocked.prev, "{what}");
+        }
+        for (nx, ny) in [(23, 17), (50, 9), (4, 3)] {
+            for (steps, bands) in [(1, 1), (2, 2), (3, 1), (5, 3), (8, 2), (30, 1)] {
+                for threads in [1, 2] {
+                    for compat in [true, false] {
+                        check::<f32>(nx, ny, compat, steps, bands, threads);
+                        check::<f64>(nx, ny, compat, steps, bands, threads);
+                    }
+                }
+            }
+        }
     }
 }

@@ -32,12 +32,15 @@
 //! result is the same. The north boundary row of V is left to the ghost pass (or keeps its
 //! initial value on a sponge side), as in GPU Ocean.
 
+use std::ops::Range;
+
 use rayon::prelude::*;
 
+use crate::numerics::temporal::{self, RowStencil, Tiling};
 use crate::real::Real;
 use crate::solver::Place;
 
-use super::fd_boundary::{self, ETA, HU, HV, ROWS, State};
+use super::fd_boundary::{self, ETA, HU, HV, ROWS, State, View};
 use super::grid::{Field, Physics, Side};
 use super::scheme::{Cells, Initial, Scheme};
 
@@ -78,12 +81,12 @@ pub(super) struct Consts<T> {
     pub(super) wall_w: bool,
 }
 
-/// What the step reads.
+/// What the step reads: H, the old state, f.
 struct Inputs<'a, T> {
-    h: &'a Field<T>,
-    eta: &'a Field<T>,
-    hu: &'a Field<T>,
-    hv: &'a Field<T>,
+    h: View<T>,
+    eta: View<T>,
+    hu: View<T>,
+    hv: View<T>,
     f_u: &'a [T],
     f_v: &'a [T],
 }
@@ -137,10 +140,10 @@ impl<T: Real> Fbl<T> {
         let c = self.consts(dt);
         let (nx, ny) = (c.nx, c.ny);
         let inp = Inputs {
-            h: &self.h,
-            eta: &self.cur.eta,
-            hu: &self.cur.hu,
-            hv: &self.cur.hv,
+            h: View::of(&self.h),
+            eta: View::of(&self.cur.eta),
+            hu: View::of(&self.cur.hu),
+            hv: View::of(&self.cur.hv),
             f_u: &self.f_u,
             f_v: &self.f_v,
         };
@@ -154,6 +157,107 @@ impl<T: Real> Fbl<T> {
             .zip(hv.par_chunks_mut(ROWS * wv))
             .enumerate()
             .for_each(|(i, ((e, u), v))| rows(1 + i * ROWS, e, u, v, &inp, &c));
+    }
+
+    /// `steps` steps of `dt` in one temporally blocked sweep (see [`temporal`]), bitwise equal
+    /// to `steps` calls of [`Scheme::step`]. Walls only (see [`fd_boundary::blockable`]):
+    /// with them no update reads a ghost value that matters, so the ghost pass runs once,
+    /// at the end.
+    pub(super) fn steps_blocked(&mut self, dt: f64, tiling: &Tiling, steps: usize) {
+        assert!(fd_boundary::blockable(&self.p) && tiling.levels_per_step == 3);
+        let ny = self.p.ny;
+        let stencil = Blocked {
+            states: [&mut self.cur, &mut self.next]
+                .map(|s| [View::of_mut(&mut s.eta), View::of_mut(&mut s.hu), View::of_mut(&mut s.hv)]),
+            h: View::of(&self.h),
+            f_u: &self.f_u,
+            f_v: &self.f_v,
+            c: self.consts(dt),
+        };
+        temporal::sweep(&stencil, ny + 2, tiling, 3 * steps);
+        if steps % 2 == 1 {
+            std::mem::swap(&mut self.cur, &mut self.next);
+        }
+        self.cur.fill(&self.p, self.p.gpu_ocean_compat);
+    }
+}
+
+/// FBL steps as three levels each for [`temporal::sweep`] over the rows and columns of the
+/// halo grid: U*, then V* (from the new U*), then η (from both). Each reads the levels
+/// before it within one row and column (unit column `k`: U's west face of cell `k`, V and
+/// η of cell `k`), and each field keeps two buffers by step: step `s` of the sweep reads
+/// state `(s - 1) % 2` and writes state `s % 2` (0: `cur`, 1: `next`), replacing the values
+/// of step `s - 2`, which only step `s - 1` read.
+struct Blocked<'a, T> {
+    /// η, U, V of the two states.
+    states: [[View<T>; 3]; 2],
+    h: View<T>,
+    f_u: &'a [T],
+    f_v: &'a [T],
+    c: Consts<T>,
+}
+
+impl<T: Real> RowStencil for Blocked<'_, T> {
+    type Scratch = ();
+    fn scratch(&self) {}
+
+    unsafe fn update(&self, _: &mut (), t: usize, j: usize, cols: Range<usize>) {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2; the rest as for this function.
+            return unsafe { self.update_avx2(t, j, cols) };
+        }
+        // SAFETY: as for this function.
+        unsafe { self.update_body(t, j, cols) }
+    }
+}
+
+impl<T: Real> Blocked<'_, T> {
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn update_avx2(&self, t: usize, j: usize, cols: Range<usize>) {
+        unsafe { self.update_body(t, j, cols) }
+    }
+
+    #[inline(always)]
+    unsafe fn update_body(&self, t: usize, j: usize, cols: Range<usize>) {
+        let c = &self.c;
+        let (nx, ny) = (c.nx, c.ny);
+        // The ghost rows are not read (walls), and filled after the sweep.
+        if j == 0 || j > ny {
+            return;
+        }
+        let s = (t - 1) / 3 + 1;
+        let ([eta0, hu0, hv0], [eta1, hu1, hv1]) = (self.states[(s - 1) % 2], self.states[s % 2]);
+        let inp = Inputs { h: self.h, eta: eta0, hu: hu0, hv: hv0, f_u: self.f_u, f_v: self.f_v };
+        let lo = cols.start.max(1);
+        // SAFETY (all segments): in bounds of the halo arrays; written: row j over `cols` of
+        // one field of this step, ours alone; read: the old state and the fields of this step
+        // computed at earlier levels, within one row and column, which no one writes now.
+        unsafe {
+            match (t - 1) % 3 {
+                0 => {
+                    let qs = lo..cols.end.min(nx + 2);
+                    if !qs.is_empty() {
+                        u_row(hu1.seg_mut(j, qs.start, qs.len()), j, qs, &inp, c);
+                    }
+                }
+                1 => {
+                    let (k0, n) = (lo, cols.end.min(nx + 1).saturating_sub(lo));
+                    if n > 0 {
+                        let (us, un) = (hu1.seg(j - 1, k0, n + 1), hu1.seg(j, k0, n + 1));
+                        v_row(hv1.seg_mut(j, k0, n), j, k0..k0 + n, us, un, &inp, c);
+                    }
+                }
+                _ => {
+                    let (k0, n) = (lo, cols.end.min(nx + 1).saturating_sub(lo));
+                    if n > 0 {
+                        let (v_s, v_n) = (hv1.seg(j, k0, n), hv1.seg(j + 1, k0, n));
+                        eta_row(eta1.seg_mut(j, k0, n), eta0.seg(j, k0, n), hu1.seg(j, k0, n + 1), v_s, v_n, c);
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -194,6 +298,7 @@ fn rows_body<T: Real>(
     let nx = c.nx;
     let (we, wu, wv) = (nx + 2, nx + 3, nx + 2);
     let n = e.len() / we;
+    let (faces, cells) = (1..nx + 2, 1..nx + 1);
     // U* of row l (spec faces 0..=nx) is computed straight into columns 1..=nx+1 of its
     // output row (the east boundary face is rewritten by the ghost pass or, on a sponge
     // side, by the relaxation), V* of row l (columns 1..=nx) into its output row; the rows
@@ -201,9 +306,13 @@ fn rows_body<T: Real>(
     let mut u_below = vec![T::zero(); nx + 1];
     let mut u_above = vec![T::zero(); nx + 1];
     let mut v_above = vec![T::zero(); nx];
-    u_row(&mut u_below, a - 1, inp, c);
-    u_row(&mut u[1..nx + 2], a, inp, c);
-    v_row(&mut v[1..nx + 1], a, &u_below, &u[1..nx + 2], inp, c);
+    // SAFETY (the row kernels): `inp` views the old state, which no one writes during the
+    // pass, and every row read (0..=ny+2) exists.
+    unsafe {
+        u_row(&mut u_below, a - 1, faces.clone(), inp, c);
+        u_row(&mut u[1..nx + 2], a, faces.clone(), inp, c);
+        v_row(&mut v[1..nx + 1], a, cells.clone(), &u_below, &u[1..nx + 2], inp, c);
+    }
     for r in 0..n {
         let l = a + r;
         // Row r's U*, V* are done; compute U*, V* of row r + 1 (or the scratch rows).
@@ -216,31 +325,43 @@ fn rows_body<T: Real>(
         } else {
             (&mut u_above, &mut v_above)
         };
-        u_row(u_next, l + 1, inp, c);
-        v_row(v_next, l + 1, u_here, u_next, inp, c);
-        let eta_in = &inp.eta.row(l)[1..nx + 1];
-        let out = &mut e[r * we + 1..r * we + 1 + nx];
-        let (uw, ue) = (&u_here[..nx], &u_here[1..nx + 1]);
-        let (vs, vn) = (&v_here[..nx], &v_next[..nx]);
-        let (dt_dx, dt_dy) = (c.dt_dx, c.dt_dy);
-        for k in 0..nx {
-            out[k] = eta_in[k] - dt_dx * (ue[k] - uw[k]) - dt_dy * (vn[k] - vs[k]);
-        }
+        // SAFETY: as above.
+        let eta_in = unsafe {
+            u_row(u_next, l + 1, faces.clone(), inp, c);
+            v_row(v_next, l + 1, cells.clone(), u_here, u_next, inp, c);
+            inp.eta.seg(l, 1, nx)
+        };
+        eta_row(&mut e[r * we + 1..r * we + 1 + nx], eta_in, u_here, v_here, v_next, c);
     }
 }
 
-/// U* of row `l` (0..=ny+1) on the spec faces `0..=nx`.
+/// η* of the cells of one row from η (`eta`), U* of their faces (`u`, one more) and V* of
+/// the faces south (`v_s`) and north (`v_n`).
 #[inline(always)]
-fn u_row<T: Real>(out: &mut [T], l: usize, inp: &Inputs<T>, c: &Consts<T>) {
-    let nx = c.nx;
-    let m = nx + 1;
+fn eta_row<T: Real>(out: &mut [T], eta: &[T], u: &[T], v_s: &[T], v_n: &[T], c: &Consts<T>) {
+    let n = out.len();
+    let (eta, uw, ue, vs, vn) = (&eta[..n], &u[..n], &u[1..n + 1], &v_s[..n], &v_n[..n]);
+    let (dt_dx, dt_dy) = (c.dt_dx, c.dt_dy);
+    for k in 0..n {
+        out[k] = eta[k] - dt_dx * (ue[k] - uw[k]) - dt_dy * (vn[k] - vs[k]);
+    }
+}
+
+/// U* of row `l` (0..=ny+1) on the faces `qs` (stored columns within `1..=nx+1`: spec face
+/// `q - 1`, between cells `q - 1` and `q`), into `out`.
+///
+/// # Safety
+/// `inp` may be read over the cells and faces next to these faces in rows `l`, `l + 1`.
+#[inline(always)]
+unsafe fn u_row<T: Real>(out: &mut [T], l: usize, qs: Range<usize>, inp: &Inputs<T>, c: &Consts<T>) {
+    let (q0, m) = (qs.start, qs.len());
     let out = &mut out[..m];
-    let (h, eta, hv_s, hv_n) = (inp.h.row(l), inp.eta.row(l), inp.hv.row(l), inp.hv.row(l + 1));
-    let hu = &inp.hu.row(l)[1..m + 1];
-    let (h0, h1) = (&h[..m], &h[1..m + 1]);
-    let (e0, e1) = (&eta[..m], &eta[1..m + 1]);
-    let (vs0, vs1) = (&hv_s[..m], &hv_s[1..m + 1]);
-    let (vn0, vn1) = (&hv_n[..m], &hv_n[1..m + 1]);
+    let seg = |f: View<T>, row, from| unsafe { f.seg(row, from, m) };
+    let (h0, h1) = (seg(inp.h, l, q0 - 1), seg(inp.h, l, q0));
+    let (e0, e1) = (seg(inp.eta, l, q0 - 1), seg(inp.eta, l, q0));
+    let (vs0, vs1) = (seg(inp.hv, l, q0 - 1), seg(inp.hv, l, q0));
+    let (vn0, vn1) = (seg(inp.hv, l + 1, q0 - 1), seg(inp.hv, l + 1, q0));
+    let hu = seg(inp.hu, l, q0);
     let (f_s, f_n) = (inp.f_v[l], inp.f_v[l + 1]);
     let (half, quarter) = (T::of(0.5), T::of(0.25));
     let (g, dx, dt, x, rdt) = (c.g, c.dx, c.dt, c.wind_x, c.rdt);
@@ -262,29 +383,41 @@ fn u_row<T: Real>(out: &mut [T], l: usize, inp: &Inputs<T>, c: &Consts<T>) {
             out[k] = body!(k, false);
         }
     }
-    if c.wall_w {
+    if c.wall_w && q0 == 1 {
         out[0] = T::zero();
     }
-    if c.wall_e {
-        out[nx] = T::zero();
+    if c.wall_e && qs.end == c.nx + 2 {
+        out[m - 1] = T::zero();
     }
 }
 
-/// V* of row `l` (1..=ny+1) on the columns `1..=nx` (stored at `k − 1`), from U* of rows
-/// `l − 1` (`us`) and `l` (`un`).
+/// V* of row `l` (1..=ny+1) on the cells `ks` (within `1..=nx`), into `out`, from U* of rows
+/// `l − 1` (`us`) and `l` (`un`) on their faces (from the west face of cell `ks.start`).
+///
+/// # Safety
+/// `inp` may be read over these cells in rows `l - 1`, `l`.
 #[inline(always)]
-fn v_row<T: Real>(out: &mut [T], l: usize, us: &[T], un: &[T], inp: &Inputs<T>, c: &Consts<T>) {
-    let nx = c.nx;
-    let out = &mut out[..nx];
+unsafe fn v_row<T: Real>(
+    out: &mut [T],
+    l: usize,
+    ks: Range<usize>,
+    us: &[T],
+    un: &[T],
+    inp: &Inputs<T>,
+    c: &Consts<T>,
+) {
+    let (k0, n) = (ks.start, ks.len());
+    let out = &mut out[..n];
     if (l == 1 && c.wall_s) || (l == c.ny + 1 && c.wall_n) {
         out.fill(T::zero());
         return;
     }
-    let (hs, hn) = (&inp.h.row(l - 1)[1..nx + 1], &inp.h.row(l)[1..nx + 1]);
-    let (es, en) = (&inp.eta.row(l - 1)[1..nx + 1], &inp.eta.row(l)[1..nx + 1]);
-    let hv = &inp.hv.row(l)[1..nx + 1];
-    let (us0, us1) = (&us[..nx], &us[1..nx + 1]);
-    let (un0, un1) = (&un[..nx], &un[1..nx + 1]);
+    let seg = |f: View<T>, row| unsafe { f.seg(row, k0, n) };
+    let (hs, hn) = (seg(inp.h, l - 1), seg(inp.h, l));
+    let (es, en) = (seg(inp.eta, l - 1), seg(inp.eta, l));
+    let hv = seg(inp.hv, l);
+    let (us0, us1) = (&us[..n], &us[1..n + 1]);
+    let (un0, un1) = (&un[..n], &un[1..n + 1]);
     let (f_s, f_n) = (inp.f_u[l - 1], inp.f_u[l]);
     let (half, quarter) = (T::of(0.5), T::of(0.25));
     let (g, dy, dt, y, rdt) = (c.g, c.dy, c.dt, c.wind_y, c.rdt);
@@ -298,11 +431,11 @@ fn v_row<T: Real>(out: &mut [T], l: usize, us: &[T], un: &[T], inp: &Inputs<T>, 
         }};
     }
     if c.friction {
-        for k in 0..nx {
+        for k in 0..n {
             out[k] = body!(k, true);
         }
     } else {
-        for k in 0..nx {
+        for k in 0..n {
             out[k] = body!(k, false);
         }
     }
@@ -317,6 +450,10 @@ impl<T: Real> Scheme<T> for Fbl<T> {
         }
         self.next.fill(&self.p, self.p.gpu_ocean_compat);
         std::mem::swap(&mut self.cur, &mut self.next);
+    }
+
+    fn steps_blocked(&mut self, dt: f64, tiling: &Tiling, steps: usize) {
+        Fbl::steps_blocked(self, dt, tiling, steps);
     }
 
     /// `1 / (c sqrt(1/dx² + 1/dy²))` with `c = sqrt(g max H)` over the interior (the linear
@@ -586,5 +723,43 @@ mod tests {
             s.step(1.0, i == 0);
         }
         assert_sponges_held(&p, &initial, &s.cur);
+    }
+
+    /// Blocked sweeps give the bits of plain steps, for sweeps of several depths and bands,
+    /// step counts they do not divide, 1 and 2 threads, f32 and f64, and widths that are
+    /// not multiples of the bands.
+    #[test]
+    fn blocked_steps_match_plain_steps() {
+        use super::super::fd_boundary::cases::{busy_initial, busy_physics};
+        fn check<T: Real>(nx: usize, ny: usize, steps: usize, bands: usize, threads: usize) {
+            let p = busy_physics(nx, ny, 0.0);
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            let tiling = Tiling::for_steps(nx + 2, steps, 3, bands);
+            let (plain, blocked) = pool.install(|| {
+                let mut plain = busy_initial(&p, |init| Fbl::<T>::new(&p, init));
+                let mut blocked = busy_initial(&p, |init| Fbl::<T>::new(&p, init));
+                for i in 0..20 {
+                    plain.step(2.0, i == 0);
+                }
+                blocked.step(2.0, true);
+                let mut left = 19;
+                while left > 0 {
+                    let k = left.min(tiling.steps());
+                    blocked.steps_blocked(2.0, &tiling, k);
+                    left -= k;
+                }
+                (plain, blocked)
+            });
+            assert!(plain.cur.eta.v.iter().any(|&x| x != T::zero()));
+            assert!(plain.cur == blocked.cur, "{nx}x{ny}, {tiling}, {threads} threads, {}", T::PRECISION.name());
+        }
+        for (nx, ny) in [(23, 17), (50, 9), (4, 3)] {
+            for (steps, bands) in [(1, 1), (2, 2), (3, 1), (4, 3), (7, 2)] {
+                for threads in [1, 2] {
+                    check::<f32>(nx, ny, steps, bands, threads);
+                    check::<f64>(nx, ny, steps, bands, threads);
+                }
+            }
+        }
     }
 }

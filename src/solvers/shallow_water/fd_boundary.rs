@@ -14,6 +14,8 @@
 //! The passes fill ghosts only; sponge sides are left alone (their ghosts keep the initial
 //! values). North–south first, then east–west over all rows, so the corners come out right.
 
+use std::ops::Range;
+
 use crate::real::Real;
 use crate::solver::{Location, Place};
 
@@ -84,6 +86,74 @@ impl<T: Real> State<T> {
             cells.hv.extend((1..=nx).map(|k| half * (vs[k] + vn[k])));
         }
         cells
+    }
+}
+
+/// A field seen through a raw pointer: the kernels read and write row segments of it, in
+/// a temporally blocked sweep while other threads work on other segments of the same array.
+#[derive(Clone, Copy)]
+pub(super) struct View<T> {
+    ptr: *mut T,
+    width: usize,
+}
+
+// SAFETY: a view only hands out segments; its users keep threads on disjoint segments.
+unsafe impl<T: Send> Send for View<T> {}
+unsafe impl<T: Send> Sync for View<T> {}
+
+impl<T> View<T> {
+    /// A view to read `f` through (never written through it).
+    pub fn of(f: &Field<T>) -> Self {
+        View { ptr: f.v.as_ptr() as *mut T, width: f.width }
+    }
+
+    pub fn of_mut(f: &mut Field<T>) -> Self {
+        View { ptr: f.v.as_mut_ptr(), width: f.width }
+    }
+
+    /// `len` values of row `l` from column `k`.
+    ///
+    /// # Safety
+    /// In bounds, the array alive and no one writing them while the slice lives.
+    #[inline(always)]
+    pub unsafe fn seg<'a>(self, l: usize, k: usize, len: usize) -> &'a [T] {
+        unsafe { std::slice::from_raw_parts(self.ptr.add(l * self.width + k), len) }
+    }
+
+    /// As [`View::seg`], to write: no one else touches them while the slice lives, and the
+    /// view was made with [`View::of_mut`].
+    #[inline(always)]
+    pub unsafe fn seg_mut<'a>(self, l: usize, k: usize, len: usize) -> &'a mut [T] {
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.add(l * self.width + k), len) }
+    }
+
+    /// # Safety
+    /// As [`View::seg`].
+    #[inline(always)]
+    pub unsafe fn get(self, l: usize, k: usize) -> T
+    where
+        T: Copy,
+    {
+        unsafe { *self.ptr.add(l * self.width + k) }
+    }
+
+    /// # Safety
+    /// As [`View::seg_mut`].
+    #[inline(always)]
+    pub unsafe fn set(self, l: usize, k: usize, x: T) {
+        unsafe { *self.ptr.add(l * self.width + k) = x }
+    }
+
+    /// Row `from` to row `to` over the columns `ks`.
+    ///
+    /// # Safety
+    /// As [`View::seg`] for the one, [`View::seg_mut`] for the other.
+    pub unsafe fn copy_row(self, from: usize, to: usize, ks: Range<usize>)
+    where
+        T: Copy,
+    {
+        let (w, n) = (self.width, ks.len());
+        unsafe { std::ptr::copy_nonoverlapping(self.ptr.add(from * w + ks.start), self.ptr.add(to * w + ks.start), n) }
     }
 }
 
@@ -214,6 +284,16 @@ pub(super) fn fill_u<T: Real>(u: &mut Field<T>, p: &Physics, fbl_corner_faces: b
     });
 }
 
+/// Whether FBL and CTCS may run temporally blocked on this grid: with walls on all four
+/// sides. A periodic side couples the first and last rows or columns, which a sweep that
+/// advances neighbouring rows and columns only cannot follow; a sponge rewrites, after each
+/// step, rows that the next rows' update still reads unrelaxed, and ghost values that keep
+/// their history (not blocked yet).
+pub(super) fn blockable(p: &Physics) -> bool {
+    let s = p.sides;
+    [s.north, s.east, s.south, s.west].iter().all(|&side| side == Side::Wall) && p.nx >= 2 && p.ny >= 2
+}
+
 /// Coriolis parameter `f(y)` at `y = (row + offset) dy` for every row `0..rows`, rounded
 /// to `T` once.
 pub(super) fn coriolis_rows<T: Real>(p: &Physics, rows: usize, offset: f64) -> Vec<T> {
@@ -342,6 +422,40 @@ pub(super) mod cases {
                 if self.bathymetry { &bathymetry } else { &flat };
             f(&Initial { eta: &eta, hu: &zero, hv: &zero, depth })
         }
+    }
+
+    /// A walled `nx x ny` basin with every term of the FD schemes at work: β-plane
+    /// Coriolis, friction, wind, eddy viscosity `viscosity`, and (through [`busy_initial`])
+    /// uneven bathymetry and a moving, off-centre bump.
+    pub fn busy_physics(nx: usize, ny: usize, viscosity: f64) -> Physics {
+        Physics {
+            nx,
+            ny,
+            dx: 200.0,
+            dy: 150.0,
+            g: 9.81,
+            f0: 0.012,
+            beta: 2e-6,
+            friction: 0.003,
+            viscosity,
+            wind: [1e-4, -2e-4],
+            theta: 1.3,
+            gpu_ocean_compat: true,
+            sides: Sides::WALLS,
+        }
+    }
+
+    /// Call `f` with the initial state of [`busy_physics`].
+    pub fn busy_initial<R>(p: &Physics, f: impl FnOnce(&Initial) -> R) -> R {
+        let (lx, ly) = (p.nx as f64 * p.dx, p.ny as f64 * p.dy);
+        let eta = |at: At| {
+            let (x, y) = (at.x / lx - 0.3, at.y / ly - 0.6);
+            (-(x * x + y * y) * 40.0).exp()
+        };
+        let hu = |at: At| 2.0 * (at.y / ly * 3.0).sin();
+        let hv = |at: At| -1.5 * (at.x / lx * 5.0).cos();
+        let depth = |at: At| 50.0 + 8.0 * (at.x / lx * 7.0).sin() * (at.y / ly * 4.0).cos();
+        f(&Initial { eta: &eta, hu: &hu, hv: &hv, depth: &depth })
     }
 
     /// `rows x cols` block of `a` starting at `(r0, c0)`.

@@ -35,6 +35,8 @@ use crate::solver::{
     Grid, Location, Mesh, NonFinite, OutField, Solver, StateArray, first_non_finite, shape_of, take_array,
 };
 use crate::bench::BenchOptions;
+use crate::cpu::CpuOptions;
+use crate::numerics::temporal::Tiling;
 use crate::solvers::{Device, Registered, SolverSpec};
 
 pub use params::{SchemeName, ShallowWaterParams};
@@ -73,6 +75,17 @@ impl SolverSpec for ShallowWaterParams {
     }
     fn has_cuda(&self) -> bool {
         true
+    }
+    /// FBL and CTCS with walls on all four sides (see [`fd_boundary::blockable`]); a level is
+    /// η, U, V and H of a cell, FBL's step three levels (U*, V*, η), CTCS's one.
+    fn tiling(&self, precision: Precision, cpu: &CpuOptions, threads: usize) -> Option<Tiling> {
+        let levels = match self.scheme {
+            SchemeName::Fbl => 3,
+            SchemeName::Ctcs => 1,
+            SchemeName::Cdklm16 | SchemeName::Kp07 => return None,
+        };
+        let blockable = fd_boundary::blockable(&self.physics());
+        blockable.then(|| cpu.temporal_block.tiling(self.nx + 2, 4 * precision.bytes(), levels, threads)).flatten()
     }
     fn scheme_name(&self) -> Option<&'static str> {
         Some(self.scheme.name())
@@ -152,6 +165,8 @@ pub struct ShallowWater<T: Real> {
     time: f64,
     /// `cpu`, or the device and launch shape.
     backend: String,
+    /// The temporal blocking of the CPU steps, if any.
+    tiling: Option<Tiling>,
 }
 
 impl<T: Real> ShallowWater<T> {
@@ -181,6 +196,11 @@ impl<T: Real> ShallowWater<T> {
             Device::Cuda(gpu, o) => format!("cuda ({}, {} {}x{})", gpu.name, o.variant.name(), o.block()[0], o.block()[1]),
             Device::Cpu(_) => "cpu".into(),
         };
+        // Blocked in time as `cpu.temporal_block` says, for the threads of the current pool.
+        let tiling = match device {
+            Device::Cpu(opts) => params.tiling(T::PRECISION, opts, rayon::current_num_threads()),
+            Device::Cuda(..) => None,
+        };
         let mut sw = ShallowWater {
             params: params.clone(),
             grid,
@@ -192,6 +212,7 @@ impl<T: Real> ShallowWater<T> {
             step: 0,
             time: 0.0,
             backend,
+            tiling,
         };
         sw.check_depth()?;
         sw.dt = sw.next_dt()?;
@@ -334,6 +355,36 @@ impl<T: Real> Solver for ShallowWater<T> {
         Ok(())
     }
 
+    fn steps_per_call(&self) -> u64 {
+        self.tiling.as_ref().map_or(1, |t| t.steps() as u64)
+    }
+
+    /// The run's first step (which starts CTCS's leapfrog) alone, the others in blocked sweeps.
+    fn advance_steps(&mut self, dt: f64, n: u64) -> Result<()> {
+        let mut left = n;
+        while left > 0 {
+            let Some(tiling) = self.tiling.as_ref().filter(|_| self.step > 0) else {
+                self.advance(dt)?;
+                left -= 1;
+                continue;
+            };
+            let run = left.min(tiling.steps() as u64);
+            self.scheme.steps_blocked(dt, tiling, run as usize);
+            self.scheme.failure()?;
+            for _ in 0..run {
+                self.step += 1;
+                self.time += dt;
+            }
+            self.last_dt = dt;
+            left -= run;
+        }
+        Ok(())
+    }
+
+    fn tiling(&self) -> Option<&Tiling> {
+        self.tiling.as_ref()
+    }
+
     fn mesh(&self) -> Mesh {
         Mesh::Cells(self.grid)
     }
@@ -427,6 +478,9 @@ impl<T: Real> Solver for ShallowWater<T> {
         }
         m.insert("energy".into(), t.energy.into());
         m.insert("max_speed".into(), t.max_speed.into());
+        if let Some(tiling) = &self.tiling {
+            m.insert("temporal_block".into(), tiling.to_string().into());
+        }
         m
     }
 

@@ -1,5 +1,6 @@
 //! The interface between the shallow-water solver and its four schemes.
 
+use crate::numerics::temporal::Tiling;
 use crate::real::Real;
 use crate::solver::Place;
 
@@ -31,6 +32,14 @@ pub trait Scheme<T: Real>: Send {
     /// Advance by `dt`, boundary conditions included. `first` is the run's first step
     /// (CTCS starts its leapfrog there).
     fn step(&mut self, dt: f64, first: bool);
+    /// `steps` steps of `dt`, none of them the run's first, in temporally blocked sweeps of
+    /// `tiling` (FBL and CTCS on the CPU, for the cases [`super::SolverSpec::tiling`]
+    /// admits): bit for bit `steps` calls of [`Scheme::step`], which is what the others do.
+    fn steps_blocked(&mut self, dt: f64, _tiling: &Tiling, steps: usize) {
+        for _ in 0..steps {
+            self.step(dt, false);
+        }
+    }
     /// The largest stable time step for the current state (a reduction over the interior):
     /// FBL `1 / (c sqrt(1/dx² + 1/dy²))`, CTCS half that (`c = max|u| + sqrt(g h)`), CDKLM16
     /// and KP07 `½ min(dx / (|u| + c), dy / (|v| + c))`.

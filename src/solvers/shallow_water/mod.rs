@@ -85,7 +85,9 @@ impl SolverSpec for ShallowWaterParams {
             SchemeName::Cdklm16 | SchemeName::Kp07 => return None,
         };
         let blockable = fd_boundary::blockable(&self.physics());
-        blockable.then(|| cpu.temporal_block.tiling(self.nx + 2, 4 * precision.bytes(), levels, threads)).flatten()
+        // Bytes per cell a sweep keeps in cache: two time levels of η, hu, hv, and H.
+        let node_bytes = 7 * precision.bytes();
+        blockable.then(|| cpu.temporal_block.tiling(self.nx + 2, node_bytes, levels, threads)).flatten()
     }
     fn scheme_name(&self) -> Option<&'static str> {
         Some(self.scheme.name())

@@ -287,6 +287,9 @@ impl<T: Real> Thomas<T> {
             return;
         }
         assert!(rows.iter().all(|r| r.len() == m), "right-hand sides of the wrong length");
+        if let Ok(group) = <&mut [&mut [T]; LOCKSTEP]>::try_from(&mut *rows) {
+            return self.solve_group(group);
+        }
         let inv0 = self.inv[0];
         for r in rows.iter_mut() {
             r[0] = r[0] * inv0;
@@ -301,6 +304,39 @@ impl<T: Real> Thomas<T> {
             let (_, _, u) = self.at(i);
             for r in rows.iter_mut() {
                 r[i] = r[i] - u * r[i + 1];
+            }
+        }
+    }
+}
+
+impl<T: Real> Thomas<T> {
+    /// [`Thomas::solve_together`] of a full lockstep group: each system's latest value stays
+    /// in a register between rows and no index is checked, so the eight dependency chains
+    /// are all the work there is (the same operations on the same values).
+    fn solve_group(&self, rows: &mut [&mut [T]; LOCKSTEP]) {
+        let m = self.m;
+        let p: [*mut T; LOCKSTEP] = std::array::from_fn(|k| rows[k].as_mut_ptr());
+        // SAFETY: each pointer addresses a distinct right-hand side of m elements (checked by
+        // the caller), and every index below is under m.
+        unsafe {
+            let inv0 = self.inv[0];
+            let mut prev: [T; LOCKSTEP] = std::array::from_fn(|k| *p[k] * inv0);
+            for k in 0..LOCKSTEP {
+                *p[k] = prev[k];
+            }
+            for i in 1..m {
+                let (l, inv, _) = self.at(i);
+                for k in 0..LOCKSTEP {
+                    prev[k] = (*p[k].add(i) - l * prev[k]) * inv;
+                    *p[k].add(i) = prev[k];
+                }
+            }
+            for i in (0..m - 1).rev() {
+                let (_, _, u) = self.at(i);
+                for k in 0..LOCKSTEP {
+                    prev[k] = *p[k].add(i) - u * prev[k];
+                    *p[k].add(i) = prev[k];
+                }
             }
         }
     }
@@ -701,20 +737,22 @@ mod tests {
     fn batched_layouts_match_single_solves() {
         let a = Tridiagonal::constant(37, -1.3f32, 3.1, -1.1);
         let t = Thomas::new(&a).unwrap();
-        let width = 41;
-        let (_, x) = random(37 * width, 3.0, 11);
-        let x: Vec<f32> = x.iter().map(|&v| v as f32).collect();
-        let mut inter = x.clone();
-        t.solve_interleaved(&mut inter, width);
-        let mut batch = x.clone();
-        t.solve_batch(&mut batch);
-        for s in 0..width {
-            let mut col: Vec<f32> = (0..37).map(|i| x[i * width + s]).collect();
-            t.solve(&mut col);
-            assert!((0..37).all(|i| col[i] == inter[i * width + s]), "interleaved system {s}");
-            let mut row = x[s * 37..(s + 1) * 37].to_vec();
-            t.solve(&mut row);
-            assert!(row == batch[s * 37..(s + 1) * 37], "batched system {s}");
+        // Lockstep groups of eight, and a last group of one or of three.
+        for width in [41, 43] {
+            let (_, x) = random(37 * width, 3.0, 11);
+            let x: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+            let mut inter = x.clone();
+            t.solve_interleaved(&mut inter, width);
+            let mut batch = x.clone();
+            t.solve_batch(&mut batch);
+            for s in 0..width {
+                let mut col: Vec<f32> = (0..37).map(|i| x[i * width + s]).collect();
+                t.solve(&mut col);
+                assert!((0..37).all(|i| col[i] == inter[i * width + s]), "interleaved system {s}");
+                let mut row = x[s * 37..(s + 1) * 37].to_vec();
+                t.solve(&mut row);
+                assert!(row == batch[s * 37..(s + 1) * 37], "batched system {s}");
+            }
         }
     }
 

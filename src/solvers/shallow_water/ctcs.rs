@@ -289,6 +289,11 @@ impl<T: Real> RowStencil for Blocked<'_, T> {
             Rolling { row: 0, h: [row(nx + 2), row(nx + 2)], rh: [row(nx + 2), row(nx + 2), row(nx + 2)], rc: [row(nx + 1), row(nx + 1)] }
         });
         #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU supports AVX-512F; the rest as for this function.
+            return unsafe { self.update_avx512(r, t, j, cols) };
+        }
+        #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU supports AVX2; the rest as for this function.
             return unsafe { self.update_avx2(r, t, j, cols) };
@@ -299,6 +304,12 @@ impl<T: Real> RowStencil for Blocked<'_, T> {
 }
 
 impl<T: Real> Blocked<'_, T> {
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn update_avx512(&self, r: &mut Rolling<T>, t: usize, j: usize, cols: Range<usize>) {
+        unsafe { self.update_body(r, t, j, cols) }
+    }
+
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
     unsafe fn update_avx2(&self, r: &mut Rolling<T>, t: usize, j: usize, cols: Range<usize>) {

@@ -20,7 +20,7 @@ use crate::solver::Place;
 
 use super::ctcs::{self, Ctcs};
 use super::fbl::{self, Fbl};
-use super::fd_boundary::{ETA, HU, HV, State};
+use super::fd_boundary::State;
 use super::grid::{Field, Physics, Side, SpongeKind};
 use super::scheme::{Cells, Initial, Scheme};
 use super::sponge;
@@ -190,14 +190,12 @@ impl<T: Real> DevState<T> {
         Ok(())
     }
 
-    /// A copy of this level, with the shapes of `like`.
-    fn download(&self, stream: &Arc<CudaStream>, like: &State<T>) -> Result<State<T>> {
-        let mut s = like.clone();
+    /// Copy this level into the host state `s` (of the same shapes).
+    fn read(&self, stream: &Arc<CudaStream>, s: &mut State<T>) -> Result<()> {
         let e = driver_err("download");
         stream.memcpy_dtoh(&self.eta, &mut s.eta.v).map_err(&e)?;
         stream.memcpy_dtoh(&self.hu, &mut s.hu.v).map_err(&e)?;
-        stream.memcpy_dtoh(&self.hv, &mut s.hv.v).map_err(&e)?;
-        Ok(s)
+        stream.memcpy_dtoh(&self.hv, &mut s.hv.v).map_err(&e)
     }
 
     fn copy_from(&mut self, stream: &Arc<CudaStream>, from: &DevState<T>) -> Result<()> {
@@ -334,17 +332,6 @@ impl<T: Real> Fd<T> {
     }
 }
 
-/// A device read the host cannot do without (the interface returns no error there): the
-/// device has failed, so stop with the driver's message.
-fn fetched<X>(r: Result<X>) -> X {
-    r.unwrap_or_else(|e| panic!("{e}"))
-}
-
-/// The arrays of one level under `names` (η, hu, hv).
-fn named<T>(s: State<T>, names: [&'static str; 3]) -> Vec<(&'static str, Place, Field<T>)> {
-    vec![(names[0], ETA, s.eta), (names[1], HU, s.hu), (names[2], HV, s.hv)]
-}
-
 /// The bytes of dynamic shared memory of `reals` values of `T`.
 fn bytes<T>(reals: u32) -> u32 {
     reals * std::mem::size_of::<T>() as u32
@@ -416,12 +403,17 @@ impl<T: Real> Scheme<T> for FblCuda<T> {
         self.cpu.dt_limit()
     }
 
+    /// From the host copy, as of the last [`Scheme::fetch`].
     fn cells(&self) -> Cells<T> {
-        fetched(self.cur.download(&self.fd.stream, &self.cpu.cur)).cells(&self.cpu.h, &self.cpu.p)
+        self.cpu.cells()
     }
 
     fn arrays(&self) -> Vec<(&'static str, Place, Field<T>)> {
-        named(fetched(self.cur.download(&self.fd.stream, &self.cpu.cur)), ["eta", "hu", "hv"])
+        self.cpu.arrays()
+    }
+
+    fn fetch(&mut self) -> Result<()> {
+        self.cur.read(&self.fd.stream, &mut self.cpu.cur)
     }
 
     fn arrays_mut(&mut self) -> Vec<(&'static str, Place, &mut Field<T>)> {
@@ -508,22 +500,24 @@ impl<T: Real> Scheme<T> for CtcsCuda<T> {
 
     /// From a download of level n (only asked for at the start and after a restart with a
     /// fixed step, or each step with `courant`); NaN if the device has failed.
+    /// The limit of the host copy, as of the last [`Scheme::fetch`] (a fixed `dt` is checked
+    /// against it at the start and at a restart, when the host copy is the state).
     fn dt_limit(&self) -> f64 {
-        match self.cur.download(&self.fd.stream, &self.cpu.cur) {
-            Ok(s) => ctcs::dt_limit(&self.cpu.p, &self.cpu.h, &s),
-            Err(_) => f64::NAN,
-        }
+        self.cpu.dt_limit()
     }
 
+    /// From the host copy, as of the last [`Scheme::fetch`].
     fn cells(&self) -> Cells<T> {
-        fetched(self.cur.download(&self.fd.stream, &self.cpu.cur)).cells(&self.cpu.h, &self.cpu.p)
+        self.cpu.cells()
     }
 
     fn arrays(&self) -> Vec<(&'static str, Place, Field<T>)> {
-        let s = &self.fd.stream;
-        let mut v = named(fetched(self.cur.download(s, &self.cpu.cur)), ["eta", "hu", "hv"]);
-        v.extend(named(fetched(self.prev.download(s, &self.cpu.prev)), ["eta_prev", "hu_prev", "hv_prev"]));
-        v
+        self.cpu.arrays()
+    }
+
+    fn fetch(&mut self) -> Result<()> {
+        self.cur.read(&self.fd.stream, &mut self.cpu.cur)?;
+        self.prev.read(&self.fd.stream, &mut self.cpu.prev)
     }
 
     fn arrays_mut(&mut self) -> Vec<(&'static str, Place, &mut Field<T>)> {

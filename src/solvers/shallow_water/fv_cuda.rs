@@ -299,19 +299,6 @@ impl<T: Real> FvCuda<T> {
         }
     }
 
-    /// Download buffer set `n`; NaN where the download fails (the failure is recorded).
-    fn download(&self, n: usize) -> [Field<T>; 3] {
-        let mut out = self.staging.clone();
-        for (d, f) in self.bufs[n].iter().zip(out.iter_mut()) {
-            let r = self.stream.memcpy_dtoh(d, &mut f.v).map_err(driver_err("download"));
-            if r.is_err() {
-                f.v.fill(T::nan());
-            }
-            self.record(r);
-        }
-        out
-    }
-
     fn dt_reduction(&self) -> Result<T> {
         let q = &self.bufs[self.sets.state];
         let (nx, ny) = (self.p.nx as i32, self.p.ny as i32);
@@ -361,20 +348,29 @@ impl<T: Real> Scheme<T> for FvCuda<T> {
         }
     }
 
+    /// From the host copy, as of the last [`Scheme::fetch`].
     fn cells(&self) -> Cells<T> {
-        let [eta, hu, hv] = self.download(self.sets.state);
+        let [eta, hu, hv] = &self.staging;
         let (nx, ny) = (self.p.nx, self.p.ny);
         let interior = |f: &Field<T>| (2..ny + 2).flat_map(|l| f.row(l)[2..nx + 2].to_vec()).collect();
-        Cells { eta: interior(&eta), hu: interior(&hu), hv: interior(&hv), depth: self.depth.clone() }
+        Cells { eta: interior(eta), hu: interior(hu), hv: interior(hv), depth: self.depth.clone() }
     }
 
     fn arrays(&self) -> Vec<(&'static str, Place, Field<T>)> {
-        let [eta, hu, hv] = self.download(self.sets.state);
+        let [eta, hu, hv] = self.staging.clone();
         vec![("eta", CELLS, eta), ("hu", CELLS, hu), ("hv", CELLS, hv)]
     }
 
+    /// The current buffer set into the host copy.
+    fn fetch(&mut self) -> Result<()> {
+        let e = driver_err("download");
+        for (d, f) in self.bufs[self.sets.state].iter().zip(self.staging.iter_mut()) {
+            self.stream.memcpy_dtoh(d, &mut f.v).map_err(&e)?;
+        }
+        Ok(())
+    }
+
     fn arrays_mut(&mut self) -> Vec<(&'static str, Place, &mut Field<T>)> {
-        self.staging = self.download(self.sets.state);
         let [eta, hu, hv] = &mut self.staging;
         vec![("eta", CELLS, eta), ("hu", CELLS, hu), ("hv", CELLS, hv)]
     }

@@ -391,10 +391,11 @@ impl<T: Real> Solver for ShallowWater<T> {
         Mesh::Cells(self.grid)
     }
 
-    /// The host reads the fields through the scheme's downloads; here a device scheme's
-    /// failed launch surfaces.
+    /// A device scheme's queued work finishes (a failed launch surfaces here) and its state
+    /// comes to the host copy that every host read uses.
     fn sync(&mut self) -> Result<()> {
-        self.scheme.wait()
+        self.scheme.wait()?;
+        self.scheme.fetch()
     }
 
     fn wait(&mut self) -> Result<()> {

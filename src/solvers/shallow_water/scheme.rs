@@ -55,6 +55,12 @@ pub trait Scheme<T: Real>: Send {
     fn restored(&mut self) -> crate::error::Result<()> {
         Ok(())
     }
+    /// Copy the state of a device scheme into the host arrays that [`Scheme::cells`] and
+    /// [`Scheme::arrays`] read (the solver's `sync`, before every host read); a CPU scheme's
+    /// arrays are the state.
+    fn fetch(&mut self) -> crate::error::Result<()> {
+        Ok(())
+    }
     /// The first device failure since the last call: a device scheme's [`Scheme::step`] only
     /// queues work and keeps what fails for here.
     fn failure(&mut self) -> crate::error::Result<()> {

@@ -9,7 +9,7 @@
 //! operation rounds identically (the cavity's reductions run on the host in both cases).
 
 mod common;
-use common::emulation::{cuda, setup, sim_cuda};
+use common::emulation::{cuda, last_checkpoint, run_across_back_ends, setup, sim_cuda};
 use common::*;
 
 use sim::case::Case;
@@ -167,15 +167,8 @@ fn runs_and_checkpoints_move_between_back_ends() {
     for solver in solvers {
         let text = format!("name: h\nsolver:\n  {solver}\ntime: {{end_step: {end}}}\noutput: {{every_steps: 10}}\n");
         write(&dir, "case.yaml", &text);
-        // CPU all the way; GPU all the way; CPU then GPU; GPU then CPU.
-        let run = |args: &[&str]| ok(sim_cuda(&dir, args));
-        run(&["run", "case.yaml", "--quiet", "--overwrite", "--out", "cpu"]);
-        run(&["run", "case.yaml", "--quiet", "--overwrite", "--out", "gpu", "--backend", "cuda"]);
-        run(&["run", "case.yaml", "--quiet", "--overwrite", "--out", "to_gpu", "--steps", leg]);
-        run(&["run", "--restart", "to_gpu", "--backend", "cuda", "--quiet"]);
-        run(&["run", "case.yaml", "--quiet", "--overwrite", "--out", "to_cpu", "--steps", leg, "--backend", "cuda"]);
-        run(&["run", "--restart", "to_cpu", "--backend", "cpu", "--quiet"]);
-        let last = |d: &str| sim::io::checkpoint::read(&sim::io::checkpoint::list(&dir.join(d)).pop().unwrap().1).unwrap();
+        run_across_back_ends(&dir, leg);
+        let last = |d: &str| last_checkpoint(&dir, d);
         let ((m1, a1), (m0, a0), (m2, a2), (m3, a3)) = (last("cpu"), last("gpu"), last("to_gpu"), last("to_cpu"));
         assert_eq!((m1.step, &a1), (m0.step, &a0), "{solver}: GPU all the way");
         assert_eq!((m1.step, &a1), (m2.step, &a2), "{solver}: CPU then GPU");

@@ -8,7 +8,7 @@
 //! reference data.
 
 mod common;
-use common::emulation::{cuda, sim_cuda};
+use common::emulation::{cuda, last_checkpoint, sim_cuda};
 use common::*;
 
 use sim::cuda::{Flux, GpuOptions, Variant};
@@ -18,15 +18,6 @@ use sim::solvers::lskum::{Accuracy, CloudFormat, ForcePoints, Limiter, Lskum, Ls
 
 const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/lskum");
 const MESHES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/meshes");
-
-fn numbers(path: &str) -> Vec<f64> {
-    let text = std::fs::read_to_string(path).unwrap();
-    text.lines()
-        .filter(|l| !l.trim_start().starts_with('#'))
-        .flat_map(|l| l.split_ascii_whitespace())
-        .map(|t| t.replace(['d', 'D'], "e").parse::<f64>().unwrap())
-        .collect()
-}
 
 /// The settings of the stored SSP(4,3) run (spec 11.2) on the 9600-point legacy cloud.
 fn fser() -> LskumParams {
@@ -193,7 +184,7 @@ fn runs_and_checkpoints_move_between_back_ends() {
             }
         };
     }
-    let last = |d: &str| sim::io::checkpoint::read(&sim::io::checkpoint::list(&dir.join(d)).pop().unwrap().1).unwrap();
+    let last = |d: &str| last_checkpoint(&dir, d);
     // The history rows without the wall-clock column.
     let rows = |d: &str| -> Vec<String> {
         let text = std::fs::read_to_string(dir.join(d).join("history.csv")).unwrap();

@@ -8,7 +8,7 @@
 //! order).
 
 mod common;
-use common::emulation::{cuda, sim_cuda};
+use common::emulation::{cuda, last_checkpoint, run_across_back_ends, sim_cuda};
 use common::*;
 
 use std::io::Read;
@@ -231,14 +231,8 @@ fn runs_and_checkpoints_move_between_back_ends() {
              time: {{end_step: {end}}}\noutput: {{every_steps: 6}}\n"
         );
         write(&dir, "case.yaml", &text);
-        let run = |args: &[&str]| ok(sim_cuda(&dir, args));
-        run(&["run", "case.yaml", "--quiet", "--overwrite", "--out", "cpu"]);
-        run(&["run", "case.yaml", "--quiet", "--overwrite", "--out", "gpu", "--backend", "cuda"]);
-        run(&["run", "case.yaml", "--quiet", "--overwrite", "--out", "to_gpu", "--steps", leg]);
-        run(&["run", "--restart", "to_gpu", "--backend", "cuda", "--quiet"]);
-        run(&["run", "case.yaml", "--quiet", "--overwrite", "--out", "to_cpu", "--steps", leg, "--backend", "cuda"]);
-        run(&["run", "--restart", "to_cpu", "--backend", "cpu", "--quiet"]);
-        let last = |d: &str| sim::io::checkpoint::read(&sim::io::checkpoint::list(&dir.join(d)).pop().unwrap().1).unwrap();
+        run_across_back_ends(&dir, leg);
+        let last = |d: &str| last_checkpoint(&dir, d);
         let ((m1, a1), (m0, a0), (m2, a2), (m3, a3)) = (last("cpu"), last("gpu"), last("to_gpu"), last("to_cpu"));
         let bits = |a: &[sim::solver::StateArray]| state_bits_of(a);
         assert_eq!(m1.step, end as u64, "{scheme}");

@@ -1,21 +1,15 @@
 //! Regression of the q-LSKUM solver against stored runs of the reference Fortran codes
 //! (spec lskum.md 11.1, 11.2, 16 items 3-4).
 
+mod common;
+use common::numbers;
+
 use sim::solvers::lskum::{
     Accuracy, CloudFormat, ForcePoints, Limiter, Lskum, LskumParams, Renumber, TimeScheme,
 };
 
 const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/lskum");
 const MESHES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/meshes");
-
-fn numbers(path: &str) -> Vec<f64> {
-    let text = std::fs::read_to_string(path).unwrap();
-    text.lines()
-        .filter(|l| !l.trim_start().starts_with('#'))
-        .flat_map(|l| l.split_ascii_whitespace())
-        .map(|t| t.replace(['d', 'D'], "e").parse::<f64>().unwrap())
-        .collect()
-}
 
 /// The 2019 serial Fortran run: F1 cloud with file normals, forward Euler, first-order
 /// q-derivatives, CFL 0.8, K = 150, 100 iterations.

@@ -188,6 +188,23 @@ fn preload(lib: &Path) {
     assert!(!handle.is_null(), "cannot load {}", lib.display());
 }
 
+/// The last checkpoint of run directory `d` in `dir`.
+pub fn last_checkpoint(dir: &Path, d: &str) -> (sim::io::checkpoint::Meta, Vec<sim::solver::StateArray>) {
+    sim::io::checkpoint::read(&sim::io::checkpoint::list(&dir.join(d)).pop().unwrap().1).unwrap()
+}
+
+/// `case.yaml` of `dir` run four ways, into `cpu` (CPU all the way), `gpu` (CUDA all the way),
+/// `to_gpu` (CPU for `leg` steps, then restarted on CUDA) and `to_cpu` (the other way round).
+pub fn run_across_back_ends(dir: &Path, leg: &str) {
+    let run = |args: &[&str]| crate::common::ok(sim_cuda(dir, args));
+    run(&["run", "case.yaml", "--quiet", "--overwrite", "--out", "cpu"]);
+    run(&["run", "case.yaml", "--quiet", "--overwrite", "--out", "gpu", "--backend", "cuda"]);
+    run(&["run", "case.yaml", "--quiet", "--overwrite", "--out", "to_gpu", "--steps", leg]);
+    run(&["run", "--restart", "to_gpu", "--backend", "cuda", "--quiet"]);
+    run(&["run", "case.yaml", "--quiet", "--overwrite", "--out", "to_cpu", "--steps", leg, "--backend", "cuda"]);
+    run(&["run", "--restart", "to_cpu", "--backend", "cpu", "--quiet"]);
+}
+
 /// Run `sim` with `args` in `dir` on this process's CUDA: with the emulated driver first on
 /// LD_LIBRARY_PATH where the tests use it.
 pub fn sim_cuda(dir: &Path, args: &[&str]) -> Output {

@@ -14,6 +14,16 @@ pub fn scratch(test: &str) -> PathBuf {
     dir
 }
 
+/// The numbers of a reference data file (Fortran `d` exponents read as `e`; `#` lines skipped).
+pub fn numbers(path: &str) -> Vec<f64> {
+    let text = std::fs::read_to_string(path).unwrap();
+    text.lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .flat_map(|l| l.split_ascii_whitespace())
+        .map(|t| t.replace(['d', 'D'], "e").parse::<f64>().unwrap())
+        .collect()
+}
+
 pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let p = dir.join(name);
     std::fs::write(&p, text).unwrap();

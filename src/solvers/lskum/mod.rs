@@ -583,10 +583,12 @@ impl Solver for Lskum {
     }
     fn find_non_finite(&self) -> Option<NonFinite> {
         use rayon::prelude::*;
-        let prim = self.prim();
-        let f = prim.par_iter().position_first(|s| !s.iter().all(|v| v.is_finite()))?;
-        let m = (0..4).find(|&m| !prim[f][m].is_finite()).unwrap_or(0);
-        Some(NonFinite { field: COMPONENTS[m], index: vec![f + 1], value: prim[f][m] })
+        // The first in file order (the index users see), without a reordered copy.
+        let (c, prim) = (&self.cloud, &self.st.prim);
+        let f = (0..c.len()).into_par_iter().position_first(|f| !prim[c.file_index(f)].iter().all(|v| v.is_finite()))?;
+        let w = prim[c.file_index(f)];
+        let m = (0..4).find(|&m| !w[m].is_finite()).unwrap_or(0);
+        Some(NonFinite { field: COMPONENTS[m], index: vec![f + 1], value: w[m] })
     }
     fn diagnostics(&self) -> Vec<(&'static str, f64)> {
         let (cl, cd, cm) = self.coefficients();

@@ -498,8 +498,6 @@ impl<T: Real> Scheme<T> for CtcsCuda<T> {
         }
     }
 
-    /// From a download of level n (only asked for at the start and after a restart with a
-    /// fixed step, or each step with `courant`); NaN if the device has failed.
     /// The limit of the host copy, as of the last [`Scheme::fetch`] (a fixed `dt` is checked
     /// against it at the start and at a restart, when the host copy is the state).
     fn dt_limit(&self) -> f64 {

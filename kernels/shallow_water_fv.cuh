@@ -13,6 +13,23 @@
 // Fields are (nx+4) x (ny+4) with two ghost layers, Bi is (nx+5) x (ny+5), f one value per
 // stored row; (l, k) is a stored (row, column).
 
+// The device clock of the adaptive steps (f64 values, see fv_clock): the time, the length
+// of the current step, whether the current step runs (1) or is skipped (0), the steps taken
+// since the clock was started, the current step's proposal, whether the steps stop after the
+// current one, and whether the state had no stable step.
+#define FV_T 0
+#define FV_DT 1
+#define FV_RUNS 2
+#define FV_STEPS 3
+#define FV_PROPOSAL 4
+#define FV_STOP 5
+#define FV_FAILED 6
+#define FV_CLOCK 7
+
+__device__ __forceinline__ bool fv_runs(const double* clock) {
+    return clock[FV_RUNS] != 0.0;
+}
+
 // Rust's signum: +-1 with the sign of a (also for zeros), NaN for NaN.
 __device__ __forceinline__ real fv_signum(real a) {
     return a != a ? a : copysign((real)1, a);
@@ -81,21 +98,23 @@ struct FvTile {
 };
 
 // The arguments of every stage kernel: the stage input, Q^n and the output (each may not be
-// the output; input and Q^n may be the same buffer), the grid, and the stage's coefficients.
+// the output; input and Q^n may be the same buffer), the grid, the device clock (the step's
+// length, and whether the step runs) and the stage's coefficients; the friction coefficient
+// of the stage is drag_rate dt.
 #define FV_STAGE_ARGS                                                                                  \
     const real *__restrict__ e, const real *__restrict__ hu, const real *__restrict__ hv,              \
         const real *__restrict__ e0, const real *__restrict__ hu0, const real *__restrict__ hv0,       \
         real *__restrict__ oe, real *__restrict__ ohu, real *__restrict__ ohv,                         \
         const real *__restrict__ bi, const real *__restrict__ bm, const real *__restrict__ f, int nx,  \
-        int ny, real dx, real dy, real g, real theta, real wx, real wy, real dt, real c, int blend,    \
-        real a, real b, int friction, real drag
+        int ny, real dx, real dy, real g, real theta, real wx, real wy, const double *__restrict__ clock, \
+        real c, int blend, real a, real b, int friction, real drag_rate
 #define FV_STAGE_PASS                                                                                  \
-    e, hu, hv, e0, hu0, hv0, oe, ohu, ohv, bi, bm, f, nx, ny, dx, dy, g, theta, wx, wy, dt, c, blend, a, b,   \
-        friction, drag
+    e, hu, hv, e0, hu0, hv0, oe, ohu, ohv, bi, bm, f, nx, ny, dx, dy, g, theta, wx, wy, clock, c, blend, a, b, \
+        friction, drag_rate
 
 // Fv::stage for one interior cell from its L: the Runge-Kutta update, with the friction
 // divisor 1 + drag / h on the transports (h of the stage input).
-__device__ __forceinline__ void fv_update(int l, int k, const real* L, FV_STAGE_ARGS) {
+__device__ __forceinline__ void fv_update(int l, int k, const real* L, real dt, real drag, FV_STAGE_ARGS) {
     long long i = sw_at(k, l, nx + 4);
     oe[i] = fv_apply(e0[i], e[i], dt, -L[0], c, blend, a, b);
     if (friction) {
@@ -119,7 +138,8 @@ template <class S>
 __device__ __forceinline__ void fv_stage_l2(FV_STAGE_ARGS) {
     int k = blockIdx.x * blockDim.x + threadIdx.x + 2;
     int l = blockIdx.y * blockDim.y + threadIdx.y + 2;
-    if (k >= nx + 2 || l >= ny + 2) return;
+    if (k >= nx + 2 || l >= ny + 2 || !fv_runs(clock)) return;
+    real dt = (real)clock[FV_DT], drag = drag_rate * dt;
     FvGrid gr{bi, bm, f, nx, ny, nx + 4, nx + 5, dx, dy, g, theta, wx, wy};
     FvGlobal q{e, hu, hv, bm, nx + 4};
     real Fw[3], Fe[3], Gs[3], Gn[3], L[3];
@@ -128,7 +148,7 @@ __device__ __forceinline__ void fv_stage_l2(FV_STAGE_ARGS) {
     S::face_y(q, gr, l - 1, k, Gs);
     S::face_y(q, gr, l, k, Gn);
     S::residual(q, gr, l, k, Fw, Fe, Gs, Gn, L);
-    fv_update(l, k, L, FV_STAGE_PASS);
+    fv_update(l, k, L, dt, drag, FV_STAGE_PASS);
 }
 
 // Shared variant: the block stages the stage input (and u, v) of its cells with a halo of
@@ -137,6 +157,9 @@ __device__ __forceinline__ void fv_stage_l2(FV_STAGE_ARGS) {
 template <class S>
 __device__ __forceinline__ void fv_stage_shared(FV_STAGE_ARGS) {
     extern __shared__ unsigned char smem[];
+    // The same for every thread of the block, so before any __syncthreads.
+    if (!fv_runs(clock)) return;
+    real dt = (real)clock[FV_DT], drag = drag_rate * dt;
     real* t = (real*)smem;
     int bx = blockDim.x, by = blockDim.y, tx = threadIdx.x, ty = threadIdx.y;
     int w = nx + 4, h = ny + 4;
@@ -199,17 +222,17 @@ __device__ __forceinline__ void fv_stage_shared(FV_STAGE_ARGS) {
         Gn[m] = G[m * gn + (ty + 1) * bx + tx];
     }
     S::residual(q, gr, l, k, Fw, Fe, Gs, Gn, L);
-    fv_update(l, k, L, FV_STAGE_PASS);
+    fv_update(l, k, L, dt, drag, FV_STAGE_PASS);
 }
 
 // ---- ghost fill (fv::fill_ghosts): three launches, each reading what the one before wrote ----
 
 // Periodic north-south: rows (0, ny), (1, ny+1), (ny+2, 2), (ny+3, 3), every column; one
 // thread per stored column.
-extern "C" __global__ void fv_periodic_y(real* __restrict__ e, real* __restrict__ hu, real* __restrict__ hv,
-                                         int nx, int ny) {
+extern "C" __global__ void fv_periodic_y(const double* __restrict__ clock, real* __restrict__ e,
+                                         real* __restrict__ hu, real* __restrict__ hv, int nx, int ny) {
     int k = blockIdx.x * blockDim.x + threadIdx.x, w = nx + 4;
-    if (k >= w) return;
+    if (k >= w || !fv_runs(clock)) return;
     int dst[4] = {0, 1, ny + 2, ny + 3}, src[4] = {ny, ny + 1, 2, 3};
     real* q[3] = {e, hu, hv};
     for (int m = 0; m < 3; ++m)
@@ -218,10 +241,10 @@ extern "C" __global__ void fv_periodic_y(real* __restrict__ e, real* __restrict_
 
 // Periodic east-west: columns (0, nx), (1, nx+1), (nx+2, 2), (nx+3, 3), every row; one
 // thread per stored row.
-extern "C" __global__ void fv_periodic_x(real* __restrict__ e, real* __restrict__ hu, real* __restrict__ hv,
-                                         int nx, int ny) {
+extern "C" __global__ void fv_periodic_x(const double* __restrict__ clock, real* __restrict__ e,
+                                         real* __restrict__ hu, real* __restrict__ hv, int nx, int ny) {
     int l = blockIdx.x * blockDim.x + threadIdx.x, w = nx + 4;
-    if (l >= ny + 4) return;
+    if (l >= ny + 4 || !fv_runs(clock)) return;
     int dst[4] = {0, 1, nx + 2, nx + 3}, src[4] = {nx, nx + 1, 2, 3};
     real* q[3] = {e, hu, hv};
     for (int m = 0; m < 3; ++m)
@@ -232,10 +255,10 @@ extern "C" __global__ void fv_periodic_x(real* __restrict__ e, real* __restrict_
 // interior column t+2, threads [nx, nx+ny) the east and west ghost columns of interior row
 // t-nx+2. η and the tangential transport are copied, the normal one negated. `walls`: bits
 // 1 north, 2 east, 4 south, 8 west.
-extern "C" __global__ void fv_walls(real* __restrict__ e, real* __restrict__ hu, real* __restrict__ hv,
-                                    int nx, int ny, int walls) {
+extern "C" __global__ void fv_walls(const double* __restrict__ clock, real* __restrict__ e, real* __restrict__ hu,
+                                    real* __restrict__ hv, int nx, int ny, int walls) {
     int t = blockIdx.x * blockDim.x + threadIdx.x, w = nx + 4;
-    if (t >= nx + ny) return;
+    if (t >= nx + ny || !fv_runs(clock)) return;
     real* q[3] = {e, hu, hv};
     for (int m = 0; m < 3; ++m) {
         if (t < nx) {
@@ -277,12 +300,13 @@ __device__ __forceinline__ void fv_relax(real* q, const real* x, long long i, lo
 }
 
 // South then north sponge rows of stored column s (every column, ghosts included).
-extern "C" __global__ void fv_sponge_rows(real* __restrict__ e, real* __restrict__ hu, real* __restrict__ hv,
+extern "C" __global__ void fv_sponge_rows(const double* __restrict__ clock, real* __restrict__ e,
+                                          real* __restrict__ hu, real* __restrict__ hv,
                                           const real* __restrict__ xe, const real* __restrict__ xu,
                                           const real* __restrict__ xv, const double* __restrict__ weights,
                                           int nx, int ny, int cn, int ce, int cs, int cw, int linear) {
     int s = blockIdx.x * blockDim.x + threadIdx.x, w = nx + 4;
-    if (s >= w) return;
+    if (s >= w || !fv_runs(clock)) return;
     real* q[3] = {e, hu, hv};
     const real* x[3] = {xe, xu, xv};
     // Row `cells` (the inner value) is never one of the side's own sponge rows.
@@ -301,12 +325,13 @@ extern "C" __global__ void fv_sponge_rows(real* __restrict__ e, real* __restrict
 }
 
 // West then east sponge columns of stored row s (every row, ghosts included).
-extern "C" __global__ void fv_sponge_cols(real* __restrict__ e, real* __restrict__ hu, real* __restrict__ hv,
+extern "C" __global__ void fv_sponge_cols(const double* __restrict__ clock, real* __restrict__ e,
+                                          real* __restrict__ hu, real* __restrict__ hv,
                                           const real* __restrict__ xe, const real* __restrict__ xu,
                                           const real* __restrict__ xv, const double* __restrict__ weights,
                                           int nx, int ny, int cn, int ce, int cs, int cw, int linear) {
     int s = blockIdx.x * blockDim.x + threadIdx.x, w = nx + 4;
-    if (s >= ny + 4) return;
+    if (s >= ny + 4 || !fv_runs(clock)) return;
     real* q[3] = {e, hu, hv};
     const real* x[3] = {xe, xu, xv};
     for (int m = 0; m < 3; ++m) {
@@ -372,4 +397,50 @@ extern "C" __global__ void fv_dt_final(const real* __restrict__ partial, int n, 
     s[threadIdx.x] = m;
     fv_block_min(s);
     if (threadIdx.x == 0) out[0] = (real)0.5 * s[0];
+}
+
+// ---- the step's length (driver.rs's step and schedule.rs's Landing, on the device) ----
+
+// One thread: the length of the next step into clock[FV_DT], and whether it runs. With
+// courant > 0 a CFL-adaptive step of a series started with `start` at time t0: courant times
+// the limit that fv_dt_final left in limit[0], shortened or stretched (by `stretch` = 1 + tol)
+// to land on the next instant (end_time, or a multiple of `every` if every > 0), as
+// Landing::step_length; the series stops after the step that reaches an instant, as the
+// driver's end and output schedules would see it, or on a state with no stable step. With
+// courant = 0 a step of `given` (the host chose and landed it).
+extern "C" __global__ void fv_clock(const real* __restrict__ limit, double courant, double given, double end_time,
+                                    double every, double tol, double stretch, int start, double t0,
+                                    double* __restrict__ clock) {
+    if (courant <= 0.0) {
+        clock[FV_DT] = given;
+        clock[FV_RUNS] = 1.0;
+        return;
+    }
+    if (start) {
+        clock[FV_T] = t0;
+        clock[FV_STEPS] = 0.0;
+        clock[FV_STOP] = 0.0;
+        clock[FV_FAILED] = 0.0;
+    }
+    clock[FV_RUNS] = 0.0;
+    if (clock[FV_STOP] != 0.0) return;
+    double lim = (double)limit[0];
+    if (!(isfinite(lim) && lim > 0.0)) {
+        clock[FV_FAILED] = 1.0;
+        clock[FV_STOP] = 1.0;
+        return;
+    }
+    double t = clock[FV_T], proposal = courant * lim;
+    double target = end_time;
+    if (every > 0.0) target = fmin(target, (floor(t / every + tol) + 1.0) * every);
+    double remaining = target - t;
+    double dt = remaining <= proposal * stretch ? remaining : proposal;
+    double next = t + dt;
+    clock[FV_T] = next;
+    clock[FV_DT] = dt;
+    clock[FV_RUNS] = 1.0;
+    clock[FV_STEPS] += 1.0;
+    clock[FV_PROPOSAL] = proposal;
+    bool output = every > 0.0 && floor(next / every + tol) > floor(t0 / every + tol);
+    if (output || end_time - next <= tol * proposal) clock[FV_STOP] = 1.0;
 }

@@ -11,6 +11,7 @@ use crate::case::Backend;
 use crate::cuda::{Gpu, GpuOptions};
 use crate::error::{Result, SimError, input};
 use crate::real::{Precision, Real};
+use crate::run::schedule::Landing;
 use crate::solver::{Clock, Mesh, Solver};
 use crate::solvers::{Device, SOLVERS};
 
@@ -234,29 +235,34 @@ fn with_power(s: &mut dyn Solver, o: &BenchOptions, copy_bw: f64) -> Result<serd
 }
 
 /// Steps timed in batches (each ended by [`Solver::wait`], so queued device work counts)
-/// after three untimed ones, until `seconds` and at least 3 batches have passed; returns
+/// after three untimed calls, until `seconds` and at least 3 batches have passed; returns
 /// (steps, mean seconds per step). Each call advances as many steps as the solver takes at
-/// once (a temporally blocked sweep).
+/// once (a temporally blocked sweep, or adaptive steps the solver lands itself).
 pub(crate) fn time_steps(s: &mut dyn Solver, seconds: f64) -> Result<(u64, f64)> {
     let calls = if s.backend() == "cpu" { 1 } else { 10 };
-    let per_call = s.steps_per_call();
-    let batch = calls * per_call;
-    let step = |s: &mut dyn Solver| -> Result<()> {
-        let dt = if s.clock() == Clock::Physical { s.propose_dt()? } else { 0.0 };
-        s.advance_steps(dt, per_call)
+    let landed = s.clock() == Clock::Physical && s.landed_steps_per_call() > 0;
+    let step = |s: &mut dyn Solver| -> Result<u64> {
+        let before = s.step();
+        if landed {
+            s.advance_landed(&Landing::default(), s.landed_steps_per_call())?;
+        } else {
+            let dt = if s.clock() == Clock::Physical { s.propose_dt()? } else { 0.0 };
+            s.advance_steps(dt, s.steps_per_call())?;
+        }
+        Ok(s.step() - before)
     };
     for _ in 0..3 {
         step(s)?;
     }
     s.wait()?;
     let start = Instant::now();
-    let mut steps = 0u64;
-    while steps < 3 * batch || start.elapsed().as_secs_f64() < seconds {
+    let (mut steps, mut batches) = (0u64, 0);
+    while batches < 3 || start.elapsed().as_secs_f64() < seconds {
         for _ in 0..calls {
-            step(s)?;
+            steps += step(s)?;
         }
         s.wait()?;
-        steps += batch;
+        batches += 1;
     }
     Ok((steps, start.elapsed().as_secs_f64() / steps as f64))
 }

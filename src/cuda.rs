@@ -140,6 +140,7 @@ kernel_handles! {
         SpongeCols = "fv_sponge_cols",
         DtBlocks = "fv_dt_blocks",
         DtFinal = "fv_dt_final",
+        Clock = "fv_clock",
         StageL2 = "cdklm16_stage_l2",
         StageShared = "cdklm16_stage_shared",
     }
@@ -157,6 +158,7 @@ kernel_handles! {
         SpongeCols = "fv_sponge_cols",
         DtBlocks = "fv_dt_blocks",
         DtFinal = "fv_dt_final",
+        Clock = "fv_clock",
         StageL2 = "kp07_stage_l2",
         StageShared = "kp07_stage_shared",
     }

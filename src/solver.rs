@@ -3,6 +3,7 @@
 
 use crate::error::Result;
 use crate::numerics::temporal::Tiling;
+use crate::run::schedule::Landing;
 use crate::real::{Precision, Values};
 
 /// A uniform grid, x contiguous (`idx = j*nx + i`); 1D grids have `n[1] == 1`. For a node
@@ -234,6 +235,21 @@ pub trait Solver: Send {
             self.advance(dt)?;
         }
         Ok(())
+    }
+    /// The most CFL-adaptive steps one call of [`Solver::advance_landed`] takes; 0 (the
+    /// default) for a solver whose steps the driver proposes and lands one at a time. A GPU
+    /// solver that reduces its stable step on the device chooses and lands the steps there,
+    /// so that the host does not wait for each step's length.
+    fn landed_steps_per_call(&self) -> u64 {
+        0
+    }
+    /// Up to `most` steps (`1 <= most <= landed_steps_per_call()`), each of the length
+    /// [`Solver::propose_dt`] would give, landed by `landing` as the driver lands them, and
+    /// none after the first that reaches one of `landing`'s instants (an output instant or
+    /// the end time): bit for bit the state, step count and time of the driver's step-by-step
+    /// loop over the same steps.
+    fn advance_landed(&mut self, _landing: &Landing, _most: u64) -> Result<()> {
+        unreachable!("advance_landed of a solver without landed steps")
     }
     /// The temporal blocking the CPU kernels run with, if any.
     fn tiling(&self) -> Option<&Tiling> {

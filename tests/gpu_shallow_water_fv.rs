@@ -248,6 +248,74 @@ fn runs_and_checkpoints_move_between_back_ends() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// Adaptive steps that the device chooses and lands itself, many per download of its clock,
+/// through `sim run`: the output instants (every 13 s), the end time (95 s) and the guard
+/// rows (every 4 steps) fall where the CPU's step-by-step driver puts them, with the same
+/// bits, also when the run moves between back ends.
+#[test]
+fn steps_landed_on_the_device_follow_the_cpus_schedule() {
+    let Some(_) = cuda() else { return };
+    let dir = scratch("gpu_swe_fv_landed");
+    for (scheme, precision) in [("kp07", "f32"), ("cdklm16", "f64")] {
+        let fields = busy(scheme, "{north: {sponge: {cells: 4}}}", "courant: 0.6", "ssp_rk2");
+        let text = format!(
+            "name: h\nsolver:\n  shallow_water: {{{fields}}}\nprecision: {precision}\n\
+             time: {{end_time: 95.0}}\noutput: {{every_time: 13.0}}\nguard: {{check_every: 4}}\n"
+        );
+        write(&dir, "case.yaml", &text);
+        run_across_back_ends(&dir, "9");
+        let read = |d: &str, f: &str| std::fs::read_to_string(dir.join(d).join(f)).unwrap();
+        // Without what the end of a restart's first leg (step 9) adds: its output and guard row.
+        let pvd_of = |d: &str| -> Vec<String> {
+            read(d, "h.pvd").lines().filter(|l| !l.contains("h_00000009.vti")).map(String::from).collect()
+        };
+        // Every column but the wall-clock one.
+        let history = |d: &str| -> Vec<String> {
+            let rows = read(d, "history.csv");
+            let kept = rows.lines().filter(|l| !l.starts_with("9,"));
+            kept.map(|l| l.split(',').enumerate().filter(|(i, _)| *i != 2).map(|(_, v)| v).collect()).collect()
+        };
+        let (cpu, cpu_state) = last_checkpoint(&dir, "cpu");
+        assert_eq!(cpu.time, 95.0, "{scheme}: the run ends on the end time");
+        let pvd = read("cpu", "h.pvd");
+        for k in 1..=7 {
+            let at = format!("timestep=\"{:.17e}\"", 13.0 * k as f64);
+            assert!(pvd.contains(&at), "{scheme}: no output at {} s: {pvd}", 13 * k);
+        }
+        for d in ["gpu", "to_gpu", "to_cpu"] {
+            assert_eq!(pvd_of("cpu"), pvd_of(d), "{scheme} {d}: outputs");
+            assert_eq!(history("cpu"), history(d), "{scheme} {d}: history.csv");
+            let (m, state) = last_checkpoint(&dir, d);
+            assert_eq!((m.step, m.time.to_bits()), (cpu.step, cpu.time.to_bits()), "{scheme} {d}");
+            assert!(state_bits_of(&state) == state_bits_of(&cpu_state), "{scheme} {d}: the final state differs");
+        }
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// One call of `advance_landed` takes every step it may (one download of the device clock),
+/// each as the CPU's host-driven steps: same lengths, time and state.
+#[test]
+fn one_call_lands_many_steps_on_the_device() {
+    let Some(c) = cuda() else { return };
+    let c0 = case(&busy("kp07", "{east: periodic, west: periodic}", "courant: 0.8", "ssp_rk3"));
+    let device = Device::Cuda(c.gpu().clone(), GpuOptions { block: Some([16, 8]), ..Default::default() });
+    let mut cpu = build(&c0, Precision::F64).unwrap();
+    let mut dev = build_on(&c0, Precision::F64, &device).unwrap();
+    let most = dev.landed_steps_per_call();
+    assert!(most > 1, "{most}");
+    let landing = sim::run::schedule::Landing { end_time: None, every_time: Some(1.0e9) };
+    dev.advance_landed(&landing, most).unwrap();
+    for _ in 0..most {
+        let dt = cpu.propose_dt().unwrap();
+        cpu.advance(dt).unwrap();
+    }
+    dev.sync().unwrap();
+    assert_eq!((dev.step(), dev.time().to_bits()), (cpu.step(), cpu.time().to_bits()));
+    assert_eq!(dev.dt().to_bits(), cpu.dt().to_bits(), "the last proposal");
+    assert!(state_bits(&*cpu) == state_bits(&*dev), "the arrays differ");
+}
+
 fn state_bits_of(a: &[sim::solver::StateArray]) -> Vec<(String, Vec<u64>)> {
     a.iter().map(|a| (a.name.clone(), a.values.to_f64().iter().map(|v| v.to_bits()).collect())).collect()
 }

@@ -76,7 +76,7 @@ impl<'a> Driver<'a> {
         let started = Instant::now();
         Ok(Driver {
             activities: activities(case),
-            landing: Landing { end_time: case.time.end_time, every_time: case.output.every_time.into_iter().collect() },
+            landing: Landing { end_time: case.time.end_time, every_time: case.output.every_time },
             start_step,
             pvd: Pvd::resume(setup.out_dir.join(format!("{}.pvd", case.name)), start_step),
             history: History::open(crate::io::history::path_in(setup.out_dir), keep_until)?,
@@ -118,38 +118,48 @@ impl<'a> Driver<'a> {
 
     /// One step of the length the solver proposes, landed on the next requested instant; or,
     /// for a solver that takes several at once, as many full steps as come before the next
-    /// activity, the end or a landing.
+    /// activity, the end or a landing; or, for one that lands its own steps, as many as come
+    /// before the next activity counted in steps (it stops at the instants itself).
     fn step(&mut self, s: &mut dyn Solver) -> Result<()> {
-        let (dt, full) = match s.clock() {
-            Clock::Physical => {
-                let proposal = s.propose_dt()?;
-                let dt = self.landing.step_length(s.time(), proposal);
-                (dt, dt == proposal)
-            }
-            Clock::Iterations => (0.0, true),
-        };
-        let n = if full { self.steps_at_once(s, dt) } else { 1 };
         let t0 = Instant::now();
-        s.advance_steps(dt, n)?;
+        if s.clock() == Clock::Physical && s.landed_steps_per_call() > 0 {
+            let most = self.steps_at_once(s, None);
+            s.advance_landed(&self.landing, most)?;
+        } else {
+            let (dt, full) = match s.clock() {
+                Clock::Physical => {
+                    let proposal = s.propose_dt()?;
+                    let dt = self.landing.step_length(s.time(), proposal);
+                    (dt, dt == proposal)
+                }
+                Clock::Iterations => (0.0, true),
+            };
+            let n = if full { self.steps_at_once(s, Some(dt)) } else { 1 };
+            s.advance_steps(dt, n)?;
+        }
         self.compute += t0.elapsed();
         Ok(())
     }
 
-    /// Full steps of `dt` the solver may take in one call: at most its
-    /// [`Solver::steps_per_call`], and none past a step after which the run stops or an
-    /// activity is due, or which a landing would shorten. The times are summed as the solver
-    /// sums them, so the schedules see the same values as step by step.
-    fn steps_at_once(&self, s: &dyn Solver, dt: f64) -> u64 {
-        let (clock, most) = (s.clock(), s.steps_per_call());
+    /// Steps the solver may take in one call: at most its [`Solver::steps_per_call`] (with
+    /// `dt`) or [`Solver::landed_steps_per_call`] (without), and none past a step after which
+    /// the run stops or an activity is due, or which a landing would shorten. With `dt` the
+    /// times are summed as the solver sums them, so the schedules see the same values as step
+    /// by step; without, only the step counts bound the call (the solver stops at the
+    /// instants of the landing itself).
+    fn steps_at_once(&self, s: &dyn Solver, dt: Option<f64>) -> u64 {
+        let clock = s.clock();
+        let most = if dt.is_some() { s.steps_per_call() } else { s.landed_steps_per_call() };
         let (mut step, mut time) = (s.step(), s.time());
         for n in 1..most {
             let t_prev = time;
             step += 1;
-            if clock == Clock::Physical {
+            if let (Clock::Physical, Some(dt)) = (clock, dt) {
                 time += dt;
             }
             let due = self.activities.iter().any(|(_, when)| when.due_at(step, time, t_prev, clock, Ending::Continue));
-            let lands = clock == Clock::Physical && self.landing.step_length(time, dt) != dt;
+            let lands =
+                matches!(dt, Some(dt) if clock == Clock::Physical && self.landing.step_length(time, dt) != dt);
             if due || lands || self.setup.stop.done_at(step, time, s.dt(), clock) {
                 return n;
             }

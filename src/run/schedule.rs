@@ -7,7 +7,7 @@ use crate::error::{Result, input};
 use crate::solver::{Clock, Solver};
 
 /// Relative slack on time comparisons: an instant within `TOL * dt` counts as reached.
-const TOL: f64 = 1e-9;
+pub const TOL: f64 = 1e-9;
 
 /// The most steps a run may take (about 1.1e12): beyond it a run would not end in practice.
 pub const MAX_STEPS: u64 = 1 << 40;
@@ -105,11 +105,12 @@ impl Stop {
 }
 
 /// Instants a step must land on exactly: the end time and every multiple of the output
-/// interval.
+/// interval. (A device that chooses its own steps mirrors this in `fv_clock` of
+/// `kernels/shallow_water_fv.cuh`.)
 #[derive(Clone, Debug, Default)]
 pub struct Landing {
     pub end_time: Option<f64>,
-    pub every_time: Vec<f64>,
+    pub every_time: Option<f64>,
 }
 
 impl Landing {
@@ -118,10 +119,14 @@ impl Landing {
     /// is exactly `T` in floating point whenever `T/2 <= t`, i.e. for every step that lands
     /// after the first (Sterbenz).
     pub fn step_length(&self, t: f64, dt: f64) -> f64 {
-        let next_output = self.every_time.iter().map(|&every| next_multiple(t, every));
-        let target = self.end_time.into_iter().chain(next_output).fold(f64::INFINITY, f64::min);
-        let remaining = target - t;
+        let remaining = self.next_instant(t) - t;
         if remaining <= dt * (1.0 + TOL) { remaining } else { dt }
+    }
+
+    /// The first instant after `t` (infinity if none).
+    pub fn next_instant(&self, t: f64) -> f64 {
+        let next_output = self.every_time.map(|every| next_multiple(t, every));
+        self.end_time.into_iter().chain(next_output).fold(f64::INFINITY, f64::min)
     }
 }
 
@@ -180,7 +185,7 @@ mod tests {
 
     #[test]
     fn steps_land_exactly_on_output_instants_and_the_end() {
-        let landing = Landing { end_time: Some(1.0), every_time: vec![0.1] };
+        let landing = Landing { end_time: Some(1.0), every_time: Some(0.1) };
         let dt = 0.03;
         let (mut t, mut hits) = (0.0f64, Vec::new());
         while 1.0 - t > TOL * dt {
@@ -199,7 +204,7 @@ mod tests {
 
     #[test]
     fn a_step_just_short_of_an_instant_is_stretched_not_followed_by_a_sliver() {
-        let landing = Landing { end_time: None, every_time: vec![1.0] };
+        let landing = Landing { end_time: None, every_time: Some(1.0) };
         let dt = 0.5 * (1.0 - 1e-12);
         assert_eq!(landing.step_length(0.5, dt), 0.5);
         assert_eq!(landing.step_length(0.0, dt), dt);

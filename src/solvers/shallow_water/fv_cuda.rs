@@ -9,11 +9,14 @@
 //! sampled initial state, the bathymetry (Bi, Bm), the Coriolis rows and the sponge exterior,
 //! then uploaded.
 //!
-//! Host round trips: a step only queues launches (one stage kernel, the sponge and fill
-//! passes per stage). [`Scheme::dt_limit`] runs the two-pass reduction on the device and
-//! downloads one scalar; the solver calls it once per step with `courant` (adaptive steps),
-//! and otherwise only at the start and after a restart. Fields come back only for output,
-//! diagnostics, guard checks and checkpoints ([`Scheme::cells`], [`Scheme::arrays`]).
+//! Host round trips: a step only queues launches (the clock, one stage kernel, the sponge
+//! and fill passes per stage). The kernels read the step's length from a device clock
+//! (`fv_clock`): a fixed or host-chosen step is written there by the clock kernel; adaptive
+//! steps ([`Scheme::steps_landed`]) are chosen there too, from the two-pass CFL reduction
+//! and the landing instants, so that a series of them ends with a single download of the
+//! clock (steps taken, time, last length). [`Scheme::dt_limit`] downloads the reduced limit
+//! for the host (at the start, after a restart, and for host-driven adaptive steps). Fields
+//! come back only for output, diagnostics, guard checks and checkpoints ([`Scheme::fetch`]).
 
 use std::cell::RefCell;
 use std::sync::Arc;
@@ -28,12 +31,21 @@ use crate::solver::Place;
 
 use super::fv::{CELLS, Fv, Operator, Sets, split};
 use super::grid::{Field, Physics, Side, SpongeKind};
-use super::scheme::{Cells, Initial, Scheme};
+use super::scheme::{Cells, Initial, Landed, Scheme};
+use crate::run::schedule::{Landing, TOL};
 
 /// Threads per block of the boundary passes and of the dt reduction (a power of two).
 const LINE: u32 = 256;
 /// Most blocks of the first pass of the dt reduction.
 const DT_BLOCKS: usize = 1024;
+/// The device clock of `fv_clock` (kernels/shallow_water_fv.cuh): its length and the
+/// entries the host reads.
+const CLOCK: usize = 7;
+const CLOCK_T: usize = 0;
+const CLOCK_DT: usize = 1;
+const CLOCK_STEPS: usize = 3;
+const CLOCK_PROPOSAL: usize = 4;
+const CLOCK_FAILED: usize = 6;
 
 /// The kernels of a finite-volume kernel file, by role.
 pub(super) trait FvKernels: Kernel {
@@ -46,6 +58,7 @@ pub(super) trait FvKernels: Kernel {
     const SPONGE_COLS: Self;
     const DT_BLOCKS: Self;
     const DT_FINAL: Self;
+    const CLOCK: Self;
     /// Arrays per entry of the shared stage kernel's tile (η, hu, hv, and u, v for CDKLM16).
     const TILES: u32;
 }
@@ -62,6 +75,7 @@ macro_rules! fv_kernels {
             const SPONGE_COLS: Self = $ty::SpongeCols;
             const DT_BLOCKS: Self = $ty::DtBlocks;
             const DT_FINAL: Self = $ty::DtFinal;
+            const CLOCK: Self = $ty::Clock;
             const TILES: u32 = $tiles;
         }
     };
@@ -86,6 +100,7 @@ struct Functions {
     sponge_cols: CudaFunction,
     dt_blocks: CudaFunction,
     dt_final: CudaFunction,
+    clock: CudaFunction,
 }
 
 /// The sponge sides: cells per side (N, E, S, W; 0 for none), the bits of the linear ones
@@ -118,7 +133,9 @@ pub struct FvCuda<T: Real> {
     /// The CPU's three buffer sets (η, hu, hv each), rotated as there.
     bufs: [[CudaSlice<T>; 3]; 3],
     sets: Sets,
-    dt: T,
+    /// The device clock: the step's length and whether it runs, read by every kernel of a
+    /// step (`fv_clock`).
+    clock: CudaSlice<f64>,
     exterior: Option<[CudaSlice<T>; 3]>,
     sponge_cells: [i32; 4],
     sponge_linear: i32,
@@ -193,11 +210,12 @@ impl<T: Real> FvCuda<T> {
                 sponge_cols: kernels.get(K::SPONGE_COLS),
                 dt_blocks: kernels.get(K::DT_BLOCKS),
                 dt_final: kernels.get(K::DT_FINAL),
+                clock: kernels.get(K::CLOCK),
             },
             cfg,
             bufs: [set()?, set()?, set()?],
             sets: Sets::default(),
-            dt: T::zero(),
+            clock: stream.alloc_zeros::<f64>(CLOCK).map_err(driver_err("allocation"))?,
             exterior,
             sponge_cells,
             sponge_linear,
@@ -226,7 +244,8 @@ impl<T: Real> FvCuda<T> {
         let p = self.p;
         let k = if p.gpu_ocean_compat { 2.0 } else { 1.0 };
         let b = stage.blend.map_or(1.0, |(_, b)| b);
-        let drag = T::of(k * b * stage.c) * T::of(p.friction) * self.dt;
+        // The kernel multiplies by the step's length: drag = drag_rate dt, as on the CPU.
+        let drag_rate = T::of(k * b * stage.c) * T::of(p.friction);
         let friction = (p.friction != 0.0) as i32;
         let (blend, ca, cb) = match stage.blend {
             Some((a, b)) => (1i32, T::of(a), T::of(b)),
@@ -242,7 +261,7 @@ impl<T: Real> FvCuda<T> {
         let [oe, ou, ov] = qout;
         l.arg(oe).arg(ou).arg(ov).arg(&self.bi).arg(&self.bm).arg(&self.f);
         l.arg(&nx).arg(&ny).arg(&dx).arg(&dy).arg(&g).arg(&theta).arg(&wx).arg(&wy);
-        l.arg(&self.dt).arg(&c).arg(&blend).arg(&ca).arg(&cb).arg(&friction).arg(&drag);
+        l.arg(&self.clock).arg(&c).arg(&blend).arg(&ca).arg(&cb).arg(&friction).arg(&drag_rate);
         // SAFETY: matches FV_STAGE_ARGS in kernels/shallow_water_fv.cuh; every field holds
         // (nx+4)(ny+4) values, Bi (nx+5)(ny+5), f ny+4; the grid covers the interior cells and
         // the shared variant gets its tiles and fluxes (stage_shared_bytes).
@@ -259,11 +278,12 @@ impl<T: Real> FvCuda<T> {
             let [cn, ce, cs, cw] = self.sponge_cells;
             for (f, threads) in [(&self.k.sponge_rows, p.nx + 4), (&self.k.sponge_cols, p.ny + 4)] {
                 let mut l = self.stream.launch_builder(f);
-                l.arg(&mut *qe).arg(&mut *qu).arg(&mut *qv).arg(xe).arg(xu).arg(xv).arg(&self.weights);
+                l.arg(&self.clock).arg(&mut *qe).arg(&mut *qu).arg(&mut *qv).arg(xe).arg(xu).arg(xv);
+                l.arg(&self.weights);
                 l.arg(&nx).arg(&ny).arg(&cn).arg(&ce).arg(&cs).arg(&cw).arg(&self.sponge_linear);
-                // SAFETY: matches fv_sponge_rows / fv_sponge_cols(e, hu, hv, xe, xu, xv, weights,
-                // nx, ny, cn, ce, cs, cw, linear); weights holds cn + ce + cs + cw values (and
-                // one more).
+                // SAFETY: matches fv_sponge_rows / fv_sponge_cols(clock, e, hu, hv, xe, xu, xv,
+                // weights, nx, ny, cn, ce, cs, cw, linear); weights holds cn + ce + cs + cw
+                // values (and one more).
                 unsafe { l.launch(Self::line(threads)) }.map_err(driver_err("sponge launch"))?;
             }
         }
@@ -281,12 +301,13 @@ impl<T: Real> FvCuda<T> {
                 continue;
             }
             let mut l = self.stream.launch_builder(f);
-            l.arg(&mut *qe).arg(&mut *qu).arg(&mut *qv).arg(&nx).arg(&ny);
+            l.arg(&self.clock).arg(&mut *qe).arg(&mut *qu).arg(&mut *qv).arg(&nx).arg(&ny);
             if std::ptr::eq(f, &self.k.walls) {
                 l.arg(&walls);
             }
-            // SAFETY: matches fv_periodic_y / fv_periodic_x(e, hu, hv, nx, ny) and fv_walls(e,
-            // hu, hv, nx, ny, walls); each thread beyond its rows or columns returns.
+            // SAFETY: matches fv_periodic_y / fv_periodic_x(clock, e, hu, hv, nx, ny) and
+            // fv_walls(clock, e, hu, hv, nx, ny, walls); each thread beyond its rows or columns
+            // returns.
             unsafe { l.launch(Self::line(threads)) }.map_err(driver_err("ghost fill launch"))?;
         }
         Ok(())
@@ -299,7 +320,9 @@ impl<T: Real> FvCuda<T> {
         }
     }
 
-    fn dt_reduction(&self) -> Result<T> {
+    /// The two-pass CFL reduction of the current state into `dt_out` (`½ min` of the cell
+    /// limits), queued.
+    fn queue_dt_reduction(&self) -> Result<()> {
         let q = &self.bufs[self.sets.state];
         let (nx, ny) = (self.p.nx as i32, self.p.ny as i32);
         let (g, dx, dy, inf) = (T::of(self.p.g), T::of(self.p.dx), T::of(self.p.dy), T::infinity());
@@ -319,9 +342,31 @@ impl<T: Real> FvCuda<T> {
         let cfg = LaunchConfig { grid_dim: (1, 1, 1), ..cfg };
         // SAFETY: matches fv_dt_final(partial, n, inf, out) with LINE reals of shared memory.
         unsafe { l.launch(cfg) }.map_err(driver_err("dt reduction launch"))?;
+        Ok(())
+    }
+
+    fn dt_reduction(&self) -> Result<T> {
+        self.queue_dt_reduction()?;
         let mut m = [T::zero()];
         self.stream.memcpy_dtoh(&self.dt_out, &mut m).map_err(driver_err("download"))?;
         Ok(m[0])
+    }
+
+    /// The clock kernel: a step of `given` (with `courant` 0), or an adaptive step of
+    /// `courant` times the limit in `dt_out` landed by `landing`, the first of a series from
+    /// `t0` if `start` (fv_clock).
+    fn queue_clock(&mut self, courant: f64, given: f64, landing: &Landing, start: bool, t0: f64) -> Result<()> {
+        let end_time = landing.end_time.unwrap_or(f64::INFINITY);
+        let every = landing.every_time.unwrap_or(0.0);
+        let (tol, stretch, start) = (TOL, 1.0 + TOL, start as i32);
+        let mut l = self.stream.launch_builder(&self.k.clock);
+        l.arg(&self.dt_out).arg(&courant).arg(&given).arg(&end_time).arg(&every).arg(&tol).arg(&stretch);
+        l.arg(&start).arg(&t0).arg(&mut self.clock);
+        let cfg = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (1, 1, 1), shared_mem_bytes: 0 };
+        // SAFETY: matches fv_clock(limit, courant, given, end_time, every, tol, stretch, start,
+        // t0, clock); clock holds CLOCK values, dt_out one.
+        unsafe { l.launch(cfg) }.map_err(driver_err("clock launch"))?;
+        Ok(())
     }
 }
 
@@ -330,10 +375,34 @@ impl<T: Real> Scheme<T> for FvCuda<T> {
         if self.error.get_mut().is_some() {
             return;
         }
-        self.dt = T::of(dt);
         let rk = self.rk;
-        let r = rk::step(self, rk);
+        let r = self.queue_clock(0.0, dt, &Landing::default(), false, 0.0).and_then(|()| rk::step(self, rk));
         self.record(r);
+    }
+
+    fn lands_steps(&self) -> bool {
+        true
+    }
+
+    /// Queues every step (reduction, clock, stages); the steps after the one that stops the
+    /// series are skipped by the kernels. One download at the end: the clock, which says how
+    /// many steps ran and so which buffer set holds the state.
+    fn steps_landed(&mut self, courant: f64, landing: &Landing, time: f64, most: u64) -> Result<Landed> {
+        self.failure()?;
+        let rk = self.rk;
+        let mut sets = vec![self.sets];
+        for n in 0..most {
+            self.queue_dt_reduction()?;
+            self.queue_clock(courant, 0.0, landing, n == 0, time)?;
+            rk::step(self, rk)?;
+            sets.push(self.sets);
+        }
+        let mut c = [0.0; CLOCK];
+        self.stream.memcpy_dtoh(&self.clock, &mut c).map_err(driver_err("download"))?;
+        let steps = c[CLOCK_STEPS] as u64;
+        self.sets = sets[steps as usize];
+        let unstable = c[CLOCK_FAILED] != 0.0;
+        Ok(Landed { steps, time: c[CLOCK_T], dt: c[CLOCK_DT], proposal: c[CLOCK_PROPOSAL], unstable })
     }
 
     /// `½ min` over the interior cells of the cell limit, reduced on the device; NaN after

@@ -37,11 +37,16 @@ use crate::solver::{
 use crate::bench::BenchOptions;
 use crate::cpu::CpuOptions;
 use crate::numerics::temporal::Tiling;
+use crate::run::schedule::Landing;
 use crate::solvers::{Device, Registered, SolverSpec};
 
 pub use params::{SchemeName, ShallowWaterParams};
 use params::{Bathymetry, InitialCondition};
 use scheme::{Cells, Scheme};
+
+/// The most adaptive steps a device scheme chooses and lands in one call (one download of its
+/// clock each), so that the run's progress and a Ctrl-C are seen at least this often.
+const LANDED_STEPS: u64 = 64;
 
 /// Arrays of grid size each scheme holds (fields, levels, scratch), for the memory estimate.
 fn arrays_per_cell(scheme: SchemeName) -> usize {
@@ -359,6 +364,32 @@ impl<T: Real> Solver for ShallowWater<T> {
 
     fn steps_per_call(&self) -> u64 {
         self.tiling.as_ref().map_or(1, |t| t.steps() as u64)
+    }
+
+    fn landed_steps_per_call(&self) -> u64 {
+        if self.params.courant.is_some() && self.scheme.lands_steps() { LANDED_STEPS } else { 0 }
+    }
+
+    /// On the device: no more steps than reach the next instant at the latest step's length
+    /// (and one more), so that few skipped steps are queued.
+    fn advance_landed(&mut self, landing: &Landing, most: u64) -> Result<()> {
+        let courant = self.params.courant.expect("landed steps are adaptive");
+        let ahead = ((landing.next_instant(self.time) - self.time) / self.dt).ceil();
+        let n = if ahead < most as f64 { (ahead as u64 + 1).clamp(1, most) } else { most };
+        let r = self.scheme.steps_landed(courant, landing, self.time, n)?;
+        self.step += r.steps;
+        self.time = r.time;
+        if r.steps > 0 {
+            self.last_dt = r.dt;
+            self.dt = r.proposal;
+        }
+        if r.unstable {
+            return Err(crate::error::SimError::Run(format!(
+                "shallow_water: no stable time step at step {} (the CFL limit of the state is not a positive number)",
+                self.step
+            )));
+        }
+        Ok(())
     }
 
     /// The run's first step (which starts CTCS's leapfrog) alone, the others in blocked sweeps.

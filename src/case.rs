@@ -41,6 +41,19 @@ pub struct Case {
     pub checkpoint: CheckpointControl,
     #[serde(default)]
     pub guard: GuardControl,
+    /// The process grid of a run under MPI.
+    #[serde(default)]
+    pub parallel: ParallelControl,
+}
+
+/// `parallel:` section: how `mpirun -np P` splits the grid (ignored by a run without MPI).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct ParallelControl {
+    /// Ranks along x and y (their product must be P); default: the split with the shortest
+    /// cut between the blocks.
+    #[serde(default)]
+    pub ranks: Option<[usize; 2]>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default, clap::ValueEnum)]
@@ -222,6 +235,11 @@ impl Case {
         }
         if self.guard.check_every == 0 {
             return input("guard.check_every: must be at least 1");
+        }
+        if let Some(r) = self.parallel.ranks
+            && r.contains(&0)
+        {
+            return input(format!("parallel.ranks: {r:?}: every count must be at least 1"));
         }
         self.gpu.validate()?;
         self.cpu.validate()?;

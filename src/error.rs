@@ -17,6 +17,9 @@ pub enum SimError {
     /// Stopped by a signal (SIGINT, SIGTERM, SIGHUP) after writing a checkpoint: exit code
     /// 128 + the signal number (130, 143, 129).
     Interrupted(String, i32),
+    /// Under MPI: another rank failed and reported it; this one exits with that rank's code
+    /// and prints nothing.
+    Quiet(i32),
 }
 
 pub type Result<T> = std::result::Result<T, SimError>;
@@ -27,6 +30,19 @@ impl SimError {
             SimError::Input(_) => 2,
             SimError::Run(_) => 1,
             SimError::Interrupted(_, signal) => 128 + signal,
+            SimError::Quiet(code) => *code,
+        }
+    }
+
+    /// The error as rank `rank` of `size` reports it: the message names the rank when there
+    /// are several.
+    pub fn on_rank(self, rank: usize, size: usize) -> SimError {
+        let named = |m: String| if size > 1 { format!("rank {rank} of {size}: {m}") } else { m };
+        match self {
+            SimError::Input(m) => SimError::Input(named(m)),
+            SimError::Run(m) => SimError::Run(named(m)),
+            SimError::Interrupted(m, s) => SimError::Interrupted(named(m), s),
+            quiet @ SimError::Quiet(_) => quiet,
         }
     }
 }
@@ -35,6 +51,7 @@ impl fmt::Display for SimError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             SimError::Input(m) | SimError::Run(m) | SimError::Interrupted(m, _) => f.write_str(m),
+            SimError::Quiet(_) => Ok(()),
         }
     }
 }

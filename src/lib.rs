@@ -19,6 +19,7 @@ pub mod memory;
 pub mod mesh;
 pub mod numerics;
 pub mod padded;
+pub mod parallel;
 pub mod power;
 pub mod real;
 pub mod run;

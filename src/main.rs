@@ -157,11 +157,26 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Under an MPI launcher (feature `mpi`): MPI runs until main returns.
+    #[cfg(feature = "mpi")]
+    let universe = matches!(cli.command, Command::Run { .. }).then(sim::parallel::mpi::Universe::start).flatten();
+    #[cfg(feature = "mpi")]
+    let procs = universe.as_ref().map(|u| u as &dyn sim::parallel::Processes);
+    #[cfg(not(feature = "mpi"))]
+    let procs: Option<&dyn sim::parallel::Processes> = None;
+    #[cfg(not(feature = "mpi"))]
+    if let Some(n) = std::env::var("OMPI_COMM_WORLD_SIZE").ok().filter(|n| n != "1") {
+        // Each process would run the whole case into the same directory.
+        eprintln!("error: started by mpirun with {n} processes, but this sim was built without the mpi feature \
+                   (cargo build --release --features mpi)");
+        return ExitCode::from(2);
+    }
     let result = match cli.command {
         Command::Run { case, restart, out, backend, precision, threads, steps, overwrite, quiet } => {
             let opts = RunOptions { case, restart, out, backend, precision, threads, steps, overwrite, quiet };
-            run::run(&opts).map(|summary| {
-                if !quiet {
+            let rank0 = procs.is_none_or(|p| p.rank() == 0);
+            run::run_on(&opts, procs).map(|summary| {
+                if !quiet && rank0 {
                     println!("{}", run::summary_text(&summary));
                 }
             })
@@ -235,6 +250,8 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // Another rank reported it.
+        Err(sim::SimError::Quiet(code)) => ExitCode::from(code as u8),
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::from(e.exit_code() as u8)

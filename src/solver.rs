@@ -22,6 +22,18 @@ impl Grid {
     }
 }
 
+/// One rank's share of the output of a decomposed run: a `.vti` piece of the whole grid, all
+/// of them listed in a `.pvti`.
+pub struct Piece {
+    /// The points (or cells) of this rank's output fields, as a grid of their own.
+    pub mesh: Mesh,
+    /// Index of the piece's first point among the whole grid's points.
+    pub offset: [usize; 2],
+    /// Every rank's piece as the point extent `[x0, x1, y0, y1]` (inclusive) in the whole
+    /// grid, in rank order; neighbouring pieces share their border points.
+    pub extents: Vec<[usize; 4]>,
+}
+
 /// The discretisation a solver exposes to output and checkpoints.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Mesh {
@@ -250,6 +262,11 @@ pub trait Solver: Send {
     /// loop over the same steps.
     fn advance_landed(&mut self, _landing: &Landing, _most: u64) -> Result<()> {
         unreachable!("advance_landed of a solver without landed steps")
+    }
+    /// Under a domain decomposition (MPI), this rank's share of the output: the fields of
+    /// [`Solver::output_fields`] lie on its mesh; None for a solver that holds the whole mesh.
+    fn piece(&self) -> Option<Piece> {
+        None
     }
     /// The temporal blocking the CPU kernels run with, if any.
     fn tiling(&self) -> Option<&Tiling> {

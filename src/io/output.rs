@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, SimError};
 use crate::real::{Real, Values};
-use crate::solver::{Grid, Location, Mesh, OutField, Place};
+use crate::solver::{Grid, Location, Mesh, OutField, Piece, Place};
 
 /// Compression of the appended data of VTK files (`output.compression`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -75,6 +75,57 @@ pub fn write(dir: &Path, file: &str, mesh: &Mesh, fields: &[OutField], frame: &F
         let _ = std::fs::remove_file(&tmp);
     }
     renamed
+}
+
+/// The piece of rank `rank` of a decomposed run's output step: `<prefix>_<step:08>_p<rank>.vti`.
+pub fn piece_name(prefix: &str, step: u64, rank: usize) -> String {
+    format!("{prefix}_{step:08}_p{rank}.vti")
+}
+
+/// The points of a grid mesh (a cell mesh's corner nodes).
+fn points_of(mesh: &Mesh) -> Grid {
+    match mesh {
+        Mesh::Nodes(g) => *g,
+        Mesh::Cells(g) => node_grid_of_cells(g),
+        Mesh::Points(_) => unreachable!("clouds are not decomposed"),
+    }
+}
+
+/// This rank's piece of a decomposed run's output step, as `dir/file` ([`piece_name`]), on
+/// the grid `whole` (through a temporary name, as [`write`]).
+pub fn write_piece(
+    dir: &Path,
+    file: &str,
+    whole: &Mesh,
+    piece: &Piece,
+    fields: &[OutField],
+    frame: &Frame,
+) -> Result<()> {
+    let fields: Vec<OutField> = fields.iter().map(|f| on_mesh(f, &piece.mesh)).collect();
+    let path = dir.join(file);
+    let tmp = super::tmp_path(&path);
+    let (whole, grid) = (points_of(whole), points_of(&piece.mesh));
+    let written = super::vti::write_piece(&tmp, &whole, piece.offset, &grid, &fields, frame);
+    let renamed = written.and_then(|_| {
+        std::fs::rename(&tmp, &path).map_err(|e| SimError::Run(format!("cannot write {}: {e}", path.display())))
+    });
+    if renamed.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    renamed
+}
+
+/// The `.pvti` that makes the `pieces` (file, point extent) one image of the grid `whole`;
+/// `fields` are one piece's (for the names and types of the arrays).
+pub fn write_parallel(
+    dir: &Path,
+    file: &str,
+    whole: &Mesh,
+    pieces: &[(String, [usize; 4])],
+    fields: &[OutField],
+    frame: &Frame,
+) -> Result<()> {
+    super::vti::write_parallel(&dir.join(file), &points_of(whole), pieces, fields, frame)
 }
 
 // ---- appended data ----

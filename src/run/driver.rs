@@ -3,6 +3,7 @@
 //! on a wall-clock schedule, and the end, convergence or Ctrl-C end the loop.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
@@ -14,6 +15,7 @@ use crate::case::Case;
 use crate::error::{Result, SimError};
 use crate::io::output::{self, Frame};
 use crate::io::{checkpoint, history::History, pvd::Pvd};
+use crate::parallel::{Comm, Reduce, agree};
 use crate::solver::{Clock, Solver};
 
 /// What the driver does between steps.
@@ -50,17 +52,21 @@ pub struct Setup<'a> {
     pub quiet: bool,
     /// The checkpoint a restart started from.
     pub restart: Option<PathBuf>,
+    /// The ranks of a decomposed run (MPI): every rank steps, checks and writes its output
+    /// piece; rank 0 alone keeps the run directory, the series, the history, the checkpoints
+    /// and the progress.
+    pub comm: Option<Arc<dyn Comm>>,
 }
 
 pub struct Driver<'a> {
     setup: Setup<'a>,
-    /// The locked output directory and its manifest of the files the run writes.
-    dir: RunDir,
+    /// The locked output directory and its manifest of the files the run writes (rank 0's).
+    dir: Option<RunDir>,
     activities: Vec<(Activity, Schedule)>,
     landing: Landing,
     start_step: u64,
     pvd: Pvd,
-    history: History,
+    history: Option<History>,
     last_checkpoint: Option<PathBuf>,
     progress: Progress,
     /// Time spent inside `advance`, for the bandwidth figure.
@@ -69,7 +75,7 @@ pub struct Driver<'a> {
 }
 
 impl<'a> Driver<'a> {
-    pub fn new(setup: Setup<'a>, dir: RunDir, s: &dyn Solver) -> Result<Self> {
+    pub fn new(setup: Setup<'a>, dir: Option<RunDir>, s: &dyn Solver) -> Result<Self> {
         let start_step = s.step();
         let case = setup.case;
         let keep_until = setup.restart.as_ref().map(|_| start_step);
@@ -79,9 +85,17 @@ impl<'a> Driver<'a> {
             landing: Landing { end_time: case.time.end_time, every_time: case.output.every_time },
             start_step,
             pvd: Pvd::resume(setup.out_dir.join(format!("{}.pvd", case.name)), start_step),
-            history: History::open(crate::io::history::path_in(setup.out_dir), keep_until)?,
+            history: match dir {
+                Some(_) => Some(History::open(crate::io::history::path_in(setup.out_dir), keep_until)?),
+                None => None,
+            },
             last_checkpoint: setup.restart.clone(),
-            progress: Progress::new(setup.quiet, start_step, setup.stop.last_step(start_step, s.time(), nominal_dt(s)), started),
+            progress: Progress::new(
+                setup.quiet || dir.is_none(),
+                start_step,
+                setup.stop.last_step(start_step, s.time(), nominal_dt(s)),
+                started,
+            ),
             compute: Duration::ZERO,
             started,
             setup,
@@ -104,14 +118,16 @@ impl<'a> Driver<'a> {
     }
 
     fn begin(&mut self, s: &mut dyn Solver) -> Result<()> {
-        self.dir.record(&format!("{}.pvd", self.setup.case.name))?;
-        self.dir.record("history.csv")?;
+        self.record(&format!("{}.pvd", self.setup.case.name))?;
+        self.record("history.csv")?;
         if self.setup.restart.is_none() {
             s.sync()?;
-            self.write_output(s)?;
-            return self.guard(s);
+            let r = self.write_output(s).and_then(|()| self.guard(s));
+            return self.agree(r);
         }
-        self.pvd.save()?;
+        if self.root() {
+            self.pvd.save()?;
+        }
         self.progress.log(&format!("restarting from step {}{}", s.step(), report::time_text(s)));
         Ok(())
     }
@@ -172,7 +188,7 @@ impl<'a> Driver<'a> {
             Ending::End
         } else if s.converged() {
             Ending::Converged
-        } else if super::signals::received().is_some() {
+        } else if self.interrupted() {
             Ending::Interrupted
         } else {
             Ending::Continue
@@ -187,24 +203,49 @@ impl<'a> Driver<'a> {
             return Ok(());
         }
         s.sync()?;
-        for activity in due {
-            match activity {
-                Activity::Guard => self.guard(s)?,
-                Activity::Output => self.write_output(s)?,
-                Activity::Checkpoint => self.write_checkpoint(s)?,
-            }
+        let r = due.into_iter().try_for_each(|activity| match activity {
+            Activity::Guard => self.guard(s),
+            Activity::Output => self.write_output(s),
+            Activity::Checkpoint => self.write_checkpoint(s),
+        });
+        self.agree(r)
+    }
+
+    /// Rank 0 of a decomposed run, or the one process of a serial one.
+    fn root(&self) -> bool {
+        self.dir.is_some()
+    }
+
+    /// `r` where every rank succeeded, else every rank fails (see [`agree`]).
+    fn agree(&self, r: Result<()>) -> Result<()> {
+        match &self.setup.comm {
+            Some(c) => agree(c.as_ref(), r),
+            None => r,
         }
-        Ok(())
+    }
+
+    /// A signal arrived (on any rank: all ranks stop after the same step).
+    fn interrupted(&self) -> bool {
+        let here = super::signals::received().is_some();
+        match &self.setup.comm {
+            Some(c) => c.all_reduce(f64::from(u8::from(here)), Reduce::Max) > 0.0,
+            None => here,
+        }
+    }
+
+    /// Add `name` to the run directory's manifest (rank 0).
+    fn record(&mut self, name: &str) -> Result<()> {
+        self.dir.as_mut().map_or(Ok(()), |d| d.record(name))
     }
 
     fn finish(&mut self, s: &mut dyn Solver, ending: Ending) -> Result<serde_json::Value> {
         self.progress.finish();
         s.sync()?;
         for name in crate::solvers::entry(s.kind()).map_or(&[][..], |e| e.result_files) {
-            self.dir.record(name)?;
+            self.record(name)?;
         }
-        self.dir.record("summary.json")?;
-        let results = s.write_results(self.setup.out_dir)?;
+        self.record("summary.json")?;
+        let results = if self.root() { s.write_results(self.setup.out_dir)? } else { Vec::new() };
         let facts = RunFacts {
             case: &self.setup.case.name,
             threads: self.setup.threads,
@@ -217,7 +258,9 @@ impl<'a> Driver<'a> {
         };
         let summary = report::summary(&facts, s, ending);
         let text = serde_json::to_string_pretty(&summary).expect("summary serialises");
-        crate::io::write_atomic(&self.setup.out_dir.join("summary.json"), text.as_bytes())?;
+        let path = self.setup.out_dir.join("summary.json");
+        let written = if self.root() { crate::io::write_atomic(&path, text.as_bytes()) } else { Ok(()) };
+        self.agree(written)?;
         if ending == Ending::Interrupted {
             let ck = self.last_checkpoint.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
             let signal = super::signals::received().unwrap_or(signal_hook::consts::SIGINT);
@@ -254,7 +297,8 @@ impl<'a> Driver<'a> {
         }
         let wall = self.started.elapsed().as_secs_f64();
         let time = (s.clock() == Clock::Physical).then(|| s.time());
-        self.history.append(s.step(), time, wall, &s.diagnostics())
+        let diagnostics = s.diagnostics();
+        self.history.as_mut().map_or(Ok(()), |h| h.append(s.step(), time, wall, &diagnostics))
     }
 
     fn write_output(&mut self, s: &dyn Solver) -> Result<()> {
@@ -266,17 +310,40 @@ impl<'a> Driver<'a> {
         let frame =
             Frame { time, compression: self.setup.case.output.compression, triangles: s.surface(), units: s.units() };
         let file = output::file_name(&self.setup.case.name, s.step(), &s.mesh());
-        self.dir.record(&file)?;
-        output::write(self.setup.out_dir, &file, &s.mesh(), &s.output_fields(), &frame)?;
-        self.pvd.add(s.step(), time, file)
+        let fields = s.output_fields();
+        match (s.piece(), &self.setup.comm) {
+            (Some(piece), Some(comm)) => {
+                let (dir, name) = (self.setup.out_dir, &self.setup.case.name);
+                let own = output::piece_name(name, s.step(), comm.rank());
+                output::write_piece(dir, &own, &s.mesh(), &piece, &fields, &frame)?;
+                if !self.root() {
+                    return Ok(());
+                }
+                let pieces: Vec<(String, [usize; 4])> = (piece.extents.iter().enumerate())
+                    .map(|(rank, e)| (output::piece_name(name, s.step(), rank), *e))
+                    .collect();
+                for (f, _) in &pieces {
+                    self.record(f)?;
+                }
+                let file = file.replace(".vti", ".pvti");
+                self.record(&file)?;
+                output::write_parallel(dir, &file, &s.mesh(), &pieces, &fields, &frame)?;
+                self.pvd.add(s.step(), time, file)
+            }
+            _ => {
+                self.record(&file)?;
+                output::write(self.setup.out_dir, &file, &s.mesh(), &fields, &frame)?;
+                self.pvd.add(s.step(), time, file)
+            }
+        }
     }
 
     fn write_checkpoint(&mut self, s: &dyn Solver) -> Result<()> {
         let dir = self.setup.out_dir;
         let path = checkpoint::path_for(dir, s.step());
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
-        self.dir.record(&name)?;
-        self.dir.record(&name.replace(".h5", ".xmf"))?;
+        self.record(&name)?;
+        self.record(&name.replace(".h5", ".xmf"))?;
         let meta = checkpoint::Meta {
             solver: s.kind().into(),
             step: s.step(),
@@ -285,8 +352,13 @@ impl<'a> Driver<'a> {
             backend: s.backend(),
             case_yaml: self.setup.case_text.into(),
         };
-        checkpoint::write(&path, &meta, &s.state(), &s.mesh())?;
-        self.last_checkpoint = Some(path);
+        // Collective in a decomposed run: rank 0 gathers the state and writes it alone.
+        let state = s.state();
+        self.last_checkpoint = Some(path.clone());
+        if !self.root() {
+            return Ok(());
+        }
+        checkpoint::write(&path, &meta, &state, &s.mesh())?;
         // Keep the newest `keep` checkpoints.
         let all = checkpoint::list(dir);
         for (_, old) in all.iter().take(all.len().saturating_sub(self.setup.case.checkpoint.keep)) {

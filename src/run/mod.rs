@@ -13,6 +13,7 @@ pub use plan::{Plan, RunOptions, plan};
 pub use report::summary_text;
 
 use crate::error::{Result, SimError, input};
+use crate::parallel::Processes;
 use crate::solvers::Device;
 use schedule::Stop;
 
@@ -43,11 +44,27 @@ pub fn check(opts: &RunOptions) -> Result<String> {
     Ok(text + &tiling.map(|t| format!("  temporal blocking: {t}\n")).unwrap_or_default())
 }
 
+/// `r` as every rank of `procs` agrees on it (see [`crate::parallel::agree`]).
+fn agreed<T>(procs: Option<&dyn Processes>, r: Result<T>) -> Result<T> {
+    match procs {
+        Some(p) => crate::parallel::agree(p, r),
+        None => r,
+    }
+}
+
 /// `sim run`: returns the summary written to summary.json.
 pub fn run(opts: &RunOptions) -> Result<serde_json::Value> {
-    let plan = plan(opts)?;
+    run_on(opts, None)
+}
+
+/// [`run`] on the processes an MPI launcher started: with more than one, every rank runs its
+/// part of the grid; each step of the set-up that can fail ends with the ranks agreeing on the
+/// outcome, so that a failure on any rank stops all of them.
+pub fn run_on(opts: &RunOptions, procs: Option<&dyn Processes>) -> Result<serde_json::Value> {
+    let procs = procs.filter(|p| p.size() > 1);
+    let plan = agreed(procs, plan(opts))?;
     let case = &plan.case;
-    let (device, mut note) = crate::solvers::choose_device(opts.backend.unwrap_or(case.backend), case)?;
+    let (device, mut note) = agreed(procs, crate::solvers::choose_device(opts.backend.unwrap_or(case.backend), case))?;
     let device = match device {
         Device::Cuda(gpu, o) => {
             let spec = case.solver.spec();
@@ -65,43 +82,52 @@ pub fn run(opts: &RunOptions) -> Result<serde_json::Value> {
         .num_threads(threads)
         .build()
         .map_err(|e| SimError::Run(format!("cannot start {threads} threads: {e}")))?;
-    let mut solver = pool.install(|| match &plan.restart {
-        Some(ck) => {
+    let built = pool.install(|| match (&plan.restart, procs) {
+        (_, Some(p)) => crate::solvers::build_parallel(case, plan.precision, &device, p).map(|(s, c)| (s, Some(c))),
+        (Some(ck), None) => {
             let inputs = ck.read_named(case.solver.spec().restart_inputs())?;
-            crate::solvers::build_for_restart(case, plan.precision, &device, ck.path(), &inputs)
+            Ok((crate::solvers::build_for_restart(case, plan.precision, &device, ck.path(), &inputs)?, None))
         }
-        None => crate::solvers::build_on(case, plan.precision, &device),
-    })?;
-    let restart = match plan.restart {
-        Some(ck) => {
-            // Every dataset is checked against the solver's state layout before it is read.
-            let path = ck.path().to_path_buf();
-            let (step, time) = (ck.meta.step, ck.meta.time);
-            let arrays = ck.read_state(solver.as_ref())?;
-            solver
-                .restore(step, time, arrays)
-                .map_err(|e| SimError::Input(format!("checkpoint {}: {e}", path.display())))?;
-            Some(path)
+        (None, None) => Ok((crate::solvers::build_on(case, plan.precision, &device)?, None)),
+    });
+    let (mut solver, comm) = agreed(procs, built)?;
+    let prepared = (|| {
+        let restart = match plan.restart {
+            Some(ck) => {
+                // Every dataset is checked against the solver's state layout before it is read
+                // (under MPI every rank reads the whole checkpoint and keeps its block).
+                let path = ck.path().to_path_buf();
+                let (step, time) = (ck.meta.step, ck.meta.time);
+                let arrays = ck.read_state(solver.as_ref())?;
+                solver
+                    .restore(step, time, arrays)
+                    .map_err(|e| SimError::Input(format!("checkpoint {}: {e}", path.display())))?;
+                Some(path)
+            }
+            None => None,
+        };
+        let stop = Stop::of(case, opts.steps, solver.step());
+        stop.check_limits(solver.step(), solver.time(), schedule::nominal_dt(solver.as_ref()))?;
+        if restart.is_some() && stop.done(solver.as_ref()) {
+            return input(format!(
+                "the checkpoint is at step {}{}, already at the end of the run ({}); raise time.end_time or \
+                 time.end_step in a case file given with --restart",
+                solver.step(),
+                report::time_text(solver.as_ref()),
+                stop.text()
+            ));
         }
-        None => None,
-    };
-    let stop = Stop::of(case, opts.steps, solver.step());
-    stop.check_limits(solver.step(), solver.time(), schedule::nominal_dt(solver.as_ref()))?;
-    if restart.is_some() && stop.done(solver.as_ref()) {
-        return input(format!(
-            "the checkpoint is at step {}{}, already at the end of the run ({}); raise time.end_time or \
-             time.end_step in a case file given with --restart",
-            solver.step(),
-            report::time_text(solver.as_ref()),
-            stop.text()
-        ));
-    }
-    // A restart may continue into a new directory (--out).
-    let run_dir = match restart {
-        None => directory::RunDir::fresh(&plan.out_dir, opts.overwrite)?,
-        Some(_) => directory::RunDir::restart(&plan.out_dir)?,
-    };
-    if !opts.quiet {
+        // A restart may continue into a new directory (--out); rank 0 keeps it.
+        let run_dir = match (&restart, procs.is_some_and(|p| p.rank() != 0)) {
+            (_, true) => None,
+            (None, false) => Some(directory::RunDir::fresh(&plan.out_dir, opts.overwrite)?),
+            (Some(_), false) => Some(directory::RunDir::restart(&plan.out_dir)?),
+        };
+        Ok((restart, stop, run_dir))
+    })();
+    let (restart, stop, run_dir) = agreed(procs, prepared)?;
+    let quiet = opts.quiet || procs.is_some_and(|p| p.rank() != 0);
+    if !quiet {
         note.into_iter().for_each(|n| eprintln!("{n}"));
         if let Some(tiling) = solver.tiling() {
             eprintln!("temporal blocking: {tiling} (cpu.temporal_block: {})", case.cpu.temporal_block.name());
@@ -114,9 +140,10 @@ pub fn run(opts: &RunOptions) -> Result<serde_json::Value> {
         threads: pool.current_num_threads(),
         out_dir: &plan.out_dir,
         stop,
-        quiet: opts.quiet,
+        quiet,
         restart,
+        comm,
     };
-    let mut driver = driver::Driver::new(setup, run_dir, solver.as_ref())?;
+    let mut driver = agreed(procs, driver::Driver::new(setup, run_dir, solver.as_ref()))?;
     pool.install(|| driver.drive(solver.as_mut()))
 }

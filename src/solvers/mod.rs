@@ -18,6 +18,7 @@ use crate::cpu::CpuOptions;
 use crate::cuda::{Gpu, GpuOptions};
 use crate::error::{Result, input};
 use crate::numerics::temporal::Tiling;
+use crate::parallel::{Comm, Processes, process_grid};
 use crate::bench::BenchOptions;
 use crate::real::Precision;
 use crate::solver::{Clock, Solver, StateArray};
@@ -219,6 +220,32 @@ pub fn build_on(case: &Case, precision: Precision, device: &Device) -> Result<Bo
     }
     check_memory(spec.memory_estimate(precision))?;
     spec.build(precision, device)
+}
+
+/// Build this rank's part of the solver of `case` split over the ranks `procs` of a run under
+/// MPI (the process grid from `parallel.ranks` or chosen), at its initial condition. So far
+/// explicit heat2d on the CPU runs on several ranks; the others are refused.
+pub fn build_parallel(
+    case: &Case,
+    precision: Precision,
+    device: &Device,
+    procs: &dyn Processes,
+) -> Result<(Box<dyn Solver>, Arc<dyn Comm>)> {
+    match (&case.solver, device) {
+        (SolverCase::Heat2d(p), Device::Cpu(_)) if p.method == heat::Method::Explicit => {
+            let setup = p.setup();
+            check_memory(p.memory_estimate(precision) / procs.size())?;
+            let dims = process_grid(procs.size(), setup.grid.n, case.parallel.ranks, 2)?;
+            let comm = procs.grid(dims, [false, false]);
+            Ok((heat::part::build(setup, precision, comm.clone()), comm))
+        }
+        _ => input(format!(
+            "solver {} with this method and back end does not run on several MPI ranks yet ({} ranks asked; \
+             heat2d with method explicit on the CPU does): run it with one rank",
+            case.solver.kind(),
+            procs.size()
+        )),
+    }
 }
 
 /// Build the solver of `case` that the checkpoint `arrays` are restored into (see

@@ -7,6 +7,7 @@ pub mod cuda;
 pub mod implicit;
 pub mod implicit_cuda;
 pub mod kernels;
+pub mod part;
 
 use std::f64::consts::PI;
 

@@ -1,0 +1,255 @@
+//! Domain decomposition across processes (`mpirun -np P sim run case.yaml`, cargo feature
+//! `mpi`): the process grid, each rank's block of the global grid, ghost-layer exchange and
+//! reductions. A solver sees the processes through [`Comm`]: [`Single`] is the one process of
+//! a run without MPI (and the tests of the decomposed code paths), `mpi::World` the MPI one.
+
+#[cfg(feature = "mpi")]
+pub mod mpi;
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use crate::error::{Result, SimError, input};
+use crate::real::Real;
+
+/// How a reduction combines the ranks' values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reduce {
+    Min,
+    Max,
+    Sum,
+}
+
+/// The processes of a run, numbered from 0.
+pub trait Ranks: Send + Sync {
+    fn rank(&self) -> usize;
+    fn size(&self) -> usize;
+    /// The lowest rank whose `code` is not 0, with its code, on every rank: how the ranks agree
+    /// that one of them failed.
+    fn first_failure(&self, code: i32) -> Option<(usize, i32)>;
+}
+
+/// The processes an MPI launcher started, before the grid they share is known.
+pub trait Processes: Ranks {
+    /// The ranks as the process grid `dims` (ranks numbered with y fastest), periodic along
+    /// the axes `periodic` names.
+    fn grid(&self, dims: [usize; 2], periodic: [bool; 2]) -> Arc<dyn Comm>;
+}
+
+/// The processes of a run on a 2D Cartesian process grid.
+pub trait Comm: Ranks {
+    /// Ranks along x and y.
+    fn dims(&self) -> [usize; 2];
+    /// This rank's place on the process grid.
+    fn coords(&self) -> [usize; 2];
+    /// The rank beside this one along `axis` (0: x, 1: y), above (`up`) or below; across a
+    /// periodic axis the grid wraps around (possibly to this rank itself).
+    fn neighbour(&self, axis: usize, up: bool) -> Option<usize>;
+    /// Send each `(rank, tag, data)` and receive each `(rank, tag, buffer)` (of the size the
+    /// sender sends), all posted at once, returning when all have completed.
+    fn exchange(&self, sends: &[(usize, i32, &[f64])], receives: &mut [(usize, i32, &mut [f64])]);
+    /// `v` combined over all ranks, on every rank.
+    fn all_reduce(&self, v: f64, op: Reduce) -> f64;
+    /// Every rank's `data`, in rank order, on rank 0 (empty on the others).
+    fn gather(&self, data: &[f64]) -> Vec<Vec<f64>>;
+}
+
+/// The one process of a run without MPI (size 1; a periodic axis is its own neighbour).
+pub struct Single {
+    pub periodic: [bool; 2],
+}
+
+impl Ranks for Single {
+    fn rank(&self) -> usize {
+        0
+    }
+    fn size(&self) -> usize {
+        1
+    }
+    fn first_failure(&self, code: i32) -> Option<(usize, i32)> {
+        (code != 0).then_some((0, code))
+    }
+}
+
+impl Comm for Single {
+    fn dims(&self) -> [usize; 2] {
+        [1, 1]
+    }
+    fn coords(&self) -> [usize; 2] {
+        [0, 0]
+    }
+    fn neighbour(&self, axis: usize, _up: bool) -> Option<usize> {
+        self.periodic[axis].then_some(0)
+    }
+    fn exchange(&self, sends: &[(usize, i32, &[f64])], receives: &mut [(usize, i32, &mut [f64])]) {
+        for (_, tag, buf) in receives.iter_mut() {
+            let (_, _, data) = sends.iter().find(|(_, t, _)| t == tag).expect("a send for every receive");
+            buf.copy_from_slice(data);
+        }
+    }
+    fn all_reduce(&self, v: f64, _op: Reduce) -> f64 {
+        v
+    }
+    fn gather(&self, data: &[f64]) -> Vec<Vec<f64>> {
+        vec![data.to_vec()]
+    }
+}
+
+/// Indices of part `i` of `parts` near-equal parts of `0..n` (the first `n % parts` one longer).
+pub fn split(n: usize, parts: usize, i: usize) -> Range<usize> {
+    let (q, r) = (n / parts, n % parts);
+    let start = i * q + i.min(r);
+    start..start + q + usize::from(i < r)
+}
+
+/// The process grid for `size` ranks on a grid of `n` nodes or cells: `requested`
+/// (`parallel.ranks`) if given, else the factorisation `px * py = size` with the shortest cut
+/// between the blocks (`(px - 1) ny + (py - 1) nx`), each block at least `min` wide.
+pub fn process_grid(size: usize, n: [usize; 2], requested: Option<[usize; 2]>, min: usize) -> Result<[usize; 2]> {
+    let fits = |[px, py]: [usize; 2]| n[0] / px >= min && n[1] / py >= min;
+    if let Some(r) = requested {
+        if r[0] * r[1] != size {
+            return input(format!("parallel.ranks: {r:?} is {} ranks, the run has {size}", r[0] * r[1]));
+        }
+        if !fits(r) {
+            return input(format!(
+                "parallel.ranks: {r:?} leaves blocks narrower than {min} on the {} x {} grid",
+                n[0], n[1]
+            ));
+        }
+        return Ok(r);
+    }
+    let cut = |[px, py]: [usize; 2]| (px - 1) * n[1] + (py - 1) * n[0];
+    (1..=size)
+        .filter(|px| size.is_multiple_of(*px))
+        .map(|px| [px, size / px])
+        .filter(|d| fits(*d))
+        .min_by_key(|d| cut(*d))
+        .ok_or_else(|| {
+            let [nx, ny] = n;
+            SimError::Input(format!("{size} ranks cannot share the {nx} x {ny} grid (blocks of at least {min})"))
+        })
+}
+
+/// This rank's block of a grid of `n` nodes (or cells) on the process grid of `comm`, with a
+/// ghost layer of `ghost` entries on each side that has a neighbour.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Block {
+    /// Global indices this rank owns, per axis.
+    pub owned: [Range<usize>; 2],
+    /// Global index of the first stored entry per axis (owned start minus the ghost layer
+    /// where there is one; may wrap on a periodic axis, so kept signed).
+    pub first: [isize; 2],
+    /// Stored entries per axis, ghosts included.
+    pub stored: [usize; 2],
+    /// Ghost layers at [west, east, south, north].
+    pub ghosts: [usize; 4],
+}
+
+impl Block {
+    pub fn of(comm: &dyn Comm, n: [usize; 2], ghost: usize) -> Block {
+        let beside = [0, 1].map(|a| [false, true].map(|up| comm.neighbour(a, up).is_some()));
+        Block::at(comm.dims(), comm.coords(), beside, n, ghost)
+    }
+
+    /// The block at `coords` of process grid `dims`, with neighbours as `beside[axis][up]` says.
+    pub fn at(dims: [usize; 2], coords: [usize; 2], beside: [[bool; 2]; 2], n: [usize; 2], ghost: usize) -> Block {
+        let owned = [0, 1].map(|a| split(n[a], dims[a], coords[a]));
+        let g = |a: usize, up: usize| if beside[a][up] { ghost } else { 0 };
+        let ghosts = [g(0, 0), g(0, 1), g(1, 0), g(1, 1)];
+        let first = [0, 1].map(|a| owned[a].start as isize - ghosts[2 * a] as isize);
+        let stored = [0, 1].map(|a| owned[a].len() + ghosts[2 * a] + ghosts[2 * a + 1]);
+        Block { owned, first, stored, ghosts }
+    }
+
+    /// The owned entries of a stored array (`stored` x, row-major), row by row.
+    pub fn owned_of<T: Copy>(&self, v: &[T]) -> Vec<T> {
+        let [w, s] = [self.ghosts[0], self.ghosts[2]];
+        let nx = self.stored[0];
+        (0..self.owned[1].len())
+            .flat_map(|j| v[(s + j) * nx + w..(s + j) * nx + w + self.owned[0].len()].iter().copied())
+            .collect()
+    }
+
+    /// Fill the ghost layers of `v` (stored dims, row-major) from the neighbours: first the
+    /// columns along x, then whole stored rows along y (so corner ghosts arrive too).
+    pub fn exchange<T: Real>(&self, comm: &dyn Comm, v: &mut [T]) {
+        for axis in 0..2 {
+            self.exchange_along(comm, v, axis);
+        }
+    }
+
+    /// One phase of [`Block::exchange`]: the owned lines next to each neighbour along `axis`
+    /// go to it, tagged with the direction of travel (`2 axis` up, `2 axis + 1` down), and the
+    /// ghost lines come from it.
+    fn exchange_along<T: Real>(&self, comm: &dyn Comm, v: &mut [T], axis: usize) {
+        let n = self.stored[axis];
+        let [below, above] = [self.ghosts[2 * axis], self.ghosts[2 * axis + 1]];
+        let (up, down) = (2 * axis as i32, 2 * axis as i32 + 1);
+        let (to_up, to_down) = (comm.neighbour(axis, true), comm.neighbour(axis, false));
+        let sends = [(to_up, up, n - 2 * above..n - above), (to_down, down, below..2 * below)];
+        let receives = [(to_down, up, 0..below), (to_up, down, n - above..n)];
+        let sent: Vec<(usize, i32, Vec<f64>)> = (sends.into_iter())
+            .filter_map(|(to, tag, r)| to.filter(|_| !r.is_empty()).map(|to| (to, tag, self.lines(axis, r))))
+            .map(|(to, tag, at)| (to, tag, at.iter().map(|&k| v[k].f64()).collect()))
+            .collect();
+        let mut got: Vec<(usize, i32, Vec<f64>, Vec<usize>)> = (receives.into_iter())
+            .filter_map(|(from, tag, r)| from.filter(|_| !r.is_empty()).map(|from| (from, tag, self.lines(axis, r))))
+            .map(|(from, tag, at)| (from, tag, vec![0.0; at.len()], at))
+            .collect();
+        let sends: Vec<(usize, i32, &[f64])> = sent.iter().map(|(r, t, d)| (*r, *t, d.as_slice())).collect();
+        let mut bufs: Vec<(usize, i32, &mut [f64])> =
+            got.iter_mut().map(|(r, t, d, _)| (*r, *t, d.as_mut_slice())).collect();
+        comm.exchange(&sends, &mut bufs);
+        for (_, _, data, at) in &got {
+            for (&k, &x) in at.iter().zip(data) {
+                v[k] = T::of(x);
+            }
+        }
+    }
+
+    /// Indices into the stored array of lines `r` along `axis` (x: those columns of every
+    /// row; y: those whole rows), in storage order.
+    fn lines(&self, axis: usize, r: Range<usize>) -> Vec<usize> {
+        let [nx, ny] = self.stored;
+        match axis {
+            0 => (0..ny).flat_map(|j| r.clone().map(move |i| j * nx + i)).collect(),
+            _ => (r.start * nx..r.end * nx).collect(),
+        }
+    }
+}
+
+/// Agree across ranks on `r`: the result where every rank succeeded; else an error on every
+/// rank with the exit code of the lowest failing rank, its message on that rank, and
+/// [`SimError::Quiet`] (nothing to print) on the others.
+pub fn agree<T>(comm: &dyn Ranks, r: Result<T>) -> Result<T> {
+    let code = r.as_ref().err().map_or(0, |e| e.exit_code());
+    match (comm.first_failure(code), r) {
+        (None, r) => r,
+        (Some((rank, _)), Err(e)) if rank == comm.rank() => Err(e.on_rank(rank, comm.size())),
+        (Some((_, code)), _) => Err(SimError::Quiet(code)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parts_cover_the_range_in_order() {
+        for (n, parts) in [(10, 3), (7, 7), (1000, 4), (5, 2)] {
+            let all: Vec<usize> = (0..parts).flat_map(|i| split(n, parts, i)).collect();
+            assert_eq!(all, (0..n).collect::<Vec<_>>(), "{n} in {parts}");
+        }
+    }
+
+    #[test]
+    fn the_process_grid_cuts_least() {
+        assert_eq!(process_grid(4, [100, 100], None, 2).unwrap(), [2, 2]);
+        assert_eq!(process_grid(2, [100, 30], None, 2).unwrap(), [2, 1]);
+        assert_eq!(process_grid(6, [30, 300], None, 2).unwrap(), [1, 6]);
+        assert_eq!(process_grid(4, [100, 100], Some([4, 1]), 2).unwrap(), [4, 1]);
+        assert!(process_grid(4, [100, 100], Some([3, 1]), 2).is_err());
+        assert!(process_grid(8, [4, 4], None, 2).is_err());
+    }
+}

@@ -1,0 +1,312 @@
+//! Explicit heat2d on one rank's block of a domain decomposition (`mpirun`): the nodes the
+//! rank owns with a ghost layer towards each neighbour, refreshed before every step and by
+//! `sync`. The serial kernel runs on the block: every owned node reads the same neighbours in
+//! the same order as in the serial run, and the ring it zeroes is either the global edge
+//! (zero there too) or ghosts (overwritten by the next exchange), so the field is bitwise the
+//! serial one for any process grid. Reductions (diagnostics, the guard) combine the ranks;
+//! checkpoints gather the field on rank 0 in the serial layout.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::{Setup, kernels};
+use crate::error::Result;
+use crate::parallel::{Block, Comm, Reduce};
+use crate::real::{Precision, Real};
+use crate::solver::{
+    ArraySpec, Grid, Location, Mesh, NonFinite, OutField, Piece, Place, Solver, StateArray, take_array,
+};
+
+pub struct Heat2dPart<T: Real> {
+    comm: Arc<dyn Comm>,
+    setup: Setup,
+    block: Block,
+    /// The stored block (ghosts included) and the buffer a step writes.
+    temp: Vec<T>,
+    next: Vec<T>,
+    step: u64,
+    time: f64,
+    /// Time spent in the steps, and in their ghost exchanges (reported as its share).
+    stepping: Duration,
+    exchanging: Duration,
+}
+
+impl<T: Real> Heat2dPart<T> {
+    /// The block of `comm`'s rank of the explicit heat2d of `setup`.
+    pub fn new(setup: Setup, comm: Arc<dyn Comm>) -> Self {
+        let block = Block::of(comm.as_ref(), setup.grid.n, 1);
+        let temp: Vec<T> = sample_nodes(&setup.grid, block.first, block.stored, |x, y| setup.exact.value(x, y, 0.0));
+        let mut part = Heat2dPart {
+            next: vec![T::zero(); temp.len()],
+            temp,
+            comm,
+            setup,
+            block,
+            step: 0,
+            time: 0.0,
+            stepping: Duration::ZERO,
+            exchanging: Duration::ZERO,
+        };
+        part.zero_edges();
+        part
+    }
+
+    /// The global edge nodes of the block to zero, as the serial solver's initial state.
+    fn zero_edges(&mut self) {
+        let [nx, ny] = self.block.stored;
+        let n = self.setup.grid.n;
+        for j in 0..ny {
+            for i in 0..nx {
+                let [gx, gy] = [self.block.first[0] + i as isize, self.block.first[1] + j as isize];
+                if gx == 0 || gy == 0 || gx == n[0] as isize - 1 || gy == n[1] as isize - 1 {
+                    self.temp[j * nx + i] = T::zero();
+                }
+            }
+        }
+    }
+
+    /// The owned nodes with their global (x, y) index.
+    fn owned(&self) -> impl Iterator<Item = ([usize; 2], T)> + '_ {
+        let [xs, ys] = self.block.owned.clone();
+        let [w, s] = [self.block.ghosts[0], self.block.ghosts[2]];
+        let nx = self.block.stored[0];
+        ys.enumerate().flat_map(move |(j, gy)| {
+            xs.clone().enumerate().map(move |(i, gx)| ([gx, gy], self.temp[(s + j) * nx + w + i]))
+        })
+    }
+
+    /// The output piece: the owned nodes and the first node of the east and north neighbours
+    /// (ParaView's pieces of point data share their border nodes).
+    fn piece_range(&self, block: &Block) -> [std::ops::Range<usize>; 2] {
+        let [xs, ys] = &block.owned;
+        let shared = |a: usize| usize::from(block.ghosts[2 * a + 1] > 0);
+        [xs.start..xs.end + shared(0), ys.start..ys.end + shared(1)]
+    }
+}
+
+/// `f` at the `n` nodes of grid `g` from node `first` on, each position computed from its
+/// global index as the serial solver's `sample` does (so with the same bits).
+fn sample_nodes<T: Real>(g: &Grid, first: [isize; 2], n: [usize; 2], f: impl Fn(f64, f64) -> f64) -> Vec<T> {
+    let at = |a: usize, k: usize| g.origin[a] + (first[a] + k as isize) as f64 * g.spacing[a];
+    (0..n[1]).flat_map(|j| (0..n[0]).map(move |i| (i, j))).map(|(i, j)| T::of(f(at(0, i), at(1, j)))).collect()
+}
+
+impl<T: Real> Solver for Heat2dPart<T> {
+    fn kind(&self) -> &'static str {
+        "heat2d"
+    }
+    fn precision(&self) -> Precision {
+        T::PRECISION
+    }
+    fn step(&self) -> u64 {
+        self.step
+    }
+    fn time(&self) -> f64 {
+        self.time
+    }
+    fn dt(&self) -> f64 {
+        self.setup.dt
+    }
+
+    fn advance(&mut self, dt: f64) -> Result<()> {
+        // As the serial solver: exactly r for a full step, proportional for a landed one.
+        let r = T::of(if dt == self.setup.dt { self.setup.r } else { self.setup.r * (dt / self.setup.dt) });
+        let start = Instant::now();
+        self.block.exchange(self.comm.as_ref(), &mut self.temp);
+        self.exchanging += start.elapsed();
+        kernels::ftcs2d(&self.temp, &mut self.next, self.block.stored[0], r);
+        self.stepping += start.elapsed();
+        std::mem::swap(&mut self.temp, &mut self.next);
+        self.step += 1;
+        self.time += dt;
+        Ok(())
+    }
+
+    /// The ghosts current, for the output pieces' shared border.
+    fn sync(&mut self) -> Result<()> {
+        self.block.exchange(self.comm.as_ref(), &mut self.temp);
+        Ok(())
+    }
+
+    fn backend(&self) -> String {
+        let [px, py] = self.comm.dims();
+        format!("cpu, {} MPI ranks ({px} x {py})", self.comm.size())
+    }
+
+    fn mesh(&self) -> Mesh {
+        Mesh::Nodes(self.setup.grid)
+    }
+
+    fn piece(&self) -> Option<Piece> {
+        let [xs, ys] = self.piece_range(&self.block);
+        let g = &self.setup.grid;
+        let grid = Grid {
+            n: [xs.len(), ys.len()],
+            origin: [g.origin[0] + xs.start as f64 * g.spacing[0], g.origin[1] + ys.start as f64 * g.spacing[1]],
+            spacing: g.spacing,
+        };
+        let dims = self.comm.dims();
+        let extents = (0..self.comm.size())
+            .map(|rank| {
+                // Ranks are numbered with y fastest on the process grid (MPI_Cart_create).
+                let coords = [rank / dims[1], rank % dims[1]];
+                let beside = [0, 1].map(|a| [coords[a] > 0, coords[a] + 1 < dims[a]]);
+                let [x, y] = self.piece_range(&Block::at(dims, coords, beside, g.n, 1));
+                [x.start, x.end - 1, y.start, y.end - 1]
+            })
+            .collect();
+        Some(Piece { mesh: Mesh::Nodes(grid), offset: [xs.start, ys.start], extents })
+    }
+
+    fn units(&self) -> &'static str {
+        "T: temperature; T_exact: the analytic solution at the same time; x, y and t in the units of \
+         the case (domain, diffusivity)"
+    }
+
+    fn output_fields(&self) -> Vec<OutField> {
+        let [xs, ys] = self.piece_range(&self.block);
+        let nx = self.block.stored[0];
+        let at = |a: usize, g: usize| (g as isize - self.block.first[a]) as usize;
+        let t: Vec<T> =
+            ys.clone().flat_map(|gy| xs.clone().map(move |gx| self.temp[at(1, gy) * nx + at(0, gx)])).collect();
+        let first = [xs.start as isize, ys.start as isize];
+        let exact: Vec<T> = sample_nodes(&self.setup.grid, first, [xs.len(), ys.len()], |x, y| {
+            self.setup.exact.value(x, y, self.time)
+        });
+        vec![
+            OutField::new("T", 1, Location::Node, T::wrap(t)),
+            OutField::new("T_exact", 1, Location::Node, T::wrap(exact)),
+        ]
+    }
+
+    /// On rank 0 the whole field, gathered in the serial layout; nothing on the others.
+    fn state(&self) -> Vec<StateArray> {
+        let mine: Vec<f64> = self.owned().map(|(_, v)| v.f64()).collect();
+        let parts = self.comm.gather(&mine);
+        if self.comm.rank() != 0 {
+            return Vec::new();
+        }
+        let n = self.setup.grid.n;
+        let mut whole = vec![T::zero(); n[0] * n[1]];
+        let dims = self.comm.dims();
+        for (rank, values) in parts.iter().enumerate() {
+            let coords = [rank / dims[1], rank % dims[1]];
+            let [xs, ys] = [0, 1].map(|a| crate::parallel::split(n[a], dims[a], coords[a]));
+            let cells = ys.flat_map(|gy| xs.clone().map(move |gx| gy * n[0] + gx));
+            for (k, v) in cells.zip(values) {
+                whole[k] = T::of(*v);
+            }
+        }
+        vec![StateArray::field("T", Place::NODE, &self.mesh(), T::wrap(whole))]
+    }
+
+    fn state_layout(&self) -> Vec<ArraySpec> {
+        vec![ArraySpec::field("T", Place::NODE, &self.mesh(), T::PRECISION)]
+    }
+
+    /// From the whole field (every rank reads the checkpoint): the stored block, ghosts
+    /// included.
+    fn restore(&mut self, step: u64, time: f64, mut arrays: Vec<StateArray>) -> Result<()> {
+        let n = self.setup.grid.n;
+        let whole = take_array::<T>(&mut arrays, "T", &[n[1], n[0]])?;
+        let [nx, ny] = self.block.stored;
+        for j in 0..ny {
+            for i in 0..nx {
+                let [gx, gy] = [self.block.first[0] + i as isize, self.block.first[1] + j as isize];
+                self.temp[j * nx + i] = whole[gy as usize * n[0] + gx as usize];
+            }
+        }
+        self.step = step;
+        self.time = time;
+        Ok(())
+    }
+
+    /// The first non-finite node in the serial scan order over all ranks.
+    fn find_non_finite(&self) -> Option<NonFinite> {
+        let n = self.setup.grid.n;
+        let mine = self.owned().find(|(_, v)| !v.is_finite());
+        let index = mine.map_or(f64::INFINITY, |([x, y], _)| (y * n[0] + x) as f64);
+        let first = self.comm.all_reduce(index, Reduce::Min);
+        if first.is_infinite() {
+            return None;
+        }
+        let value = self.comm.all_reduce(mine.filter(|_| index == first).map_or(0.0, |(_, v)| v.f64()), Reduce::Sum);
+        let k = first as usize;
+        Some(NonFinite { field: "T", index: vec![k % n[0], k / n[0]], value })
+    }
+
+    /// As the serial solver's, combined over the ranks (the sums in another order: equal to
+    /// the serial values to round-off).
+    fn diagnostics(&self) -> Vec<(&'static str, f64)> {
+        let g = &self.setup.grid;
+        let (mut max, mut min, mut sum, mut max_err, mut sq) = (f64::MIN, f64::MAX, 0.0, 0.0f64, 0.0);
+        for ([x, y], v) in self.owned() {
+            let v = v.f64();
+            let [px, py] = [g.origin[0] + x as f64 * g.spacing[0], g.origin[1] + y as f64 * g.spacing[1]];
+            let d = v - self.setup.exact.value(px, py, self.time);
+            (max, min, sum) = (max.max(v), min.min(v), sum + v);
+            (max_err, sq) = (max_err.max(d.abs()), sq + d * d);
+        }
+        let c = self.comm.as_ref();
+        let nodes = g.nodes() as f64;
+        vec![
+            ("T_max", c.all_reduce(max, Reduce::Max)),
+            ("T_min", c.all_reduce(min, Reduce::Min)),
+            ("heat_content", c.all_reduce(sum, Reduce::Sum) * g.spacing[0] * g.spacing[1]),
+            ("max_error", c.all_reduce(max_err, Reduce::Max)),
+            ("rms_error", (c.all_reduce(sq, Reduce::Sum) / nodes).sqrt()),
+        ]
+    }
+
+    fn report(&self) -> serde_json::Map<String, serde_json::Value> {
+        let d = self.diagnostics();
+        let mut m = serde_json::Map::new();
+        m.insert("reference".into(), "analytic".into());
+        m.insert("ranks".into(), self.comm.size().into());
+        // Rank 0's share (its blocks are among the widest).
+        let share = self.exchanging.as_secs_f64() / self.stepping.as_secs_f64().max(f64::MIN_POSITIVE);
+        m.insert("halo_exchange_share".into(), share.into());
+        m.insert("max_error".into(), d[3].1.into());
+        m.insert("rms_error".into(), d[4].1.into());
+        m
+    }
+
+    fn bytes_per_step(&self) -> f64 {
+        2.0 * self.setup.grid.nodes() as f64 * T::PRECISION.bytes() as f64
+    }
+}
+
+/// The explicit heat2d of `setup` split over the ranks of `comm`.
+pub fn build(setup: Setup, precision: Precision, comm: Arc<dyn Comm>) -> Box<dyn Solver> {
+    match precision {
+        Precision::F32 => Box::new(Heat2dPart::<f32>::new(setup, comm)),
+        Precision::F64 => Box::new(Heat2dPart::<f64>::new(setup, comm)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parallel::Single;
+    use crate::solvers::heat::{Heat, Heat2dParams};
+
+    /// One rank's "block" is the whole grid: the decomposed code path (exchange, kernel, gather,
+    /// pieces) gives the serial solver's field, state and output.
+    #[test]
+    fn a_single_part_is_the_serial_solver() {
+        let p = Heat2dParams { n: 23, r: 0.24, ..Heat2dParams::default() };
+        let mut serial = Heat::<f32>::heat2d(&p);
+        let mut part = Heat2dPart::<f32>::new(p.setup(), Arc::new(Single { periodic: [false, false] }));
+        for _ in 0..9 {
+            serial.advance(serial.dt()).unwrap();
+            part.advance(part.dt()).unwrap();
+        }
+        part.sync().unwrap();
+        assert_eq!(part.state(), serial.state());
+        let (a, b) = (part.output_fields(), serial.output_fields());
+        assert!(a.iter().zip(&b).all(|(x, y)| x.name == y.name && x.values == y.values));
+        let piece = part.piece().unwrap();
+        assert_eq!((piece.offset, piece.extents), ([0, 0], vec![[0, 22, 0, 22]]));
+        assert_eq!(part.find_non_finite().is_none(), serial.find_non_finite().is_none());
+    }
+}

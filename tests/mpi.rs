@@ -1,0 +1,145 @@
+//! `mpirun -np P sim run` (cargo feature `mpi`, Open MPI's mpirun with --oversubscribe): the
+//! decomposed runs against the serial run, bit for bit; checkpoints that move between rank
+//! counts; the `.pvti` output read by VTK's own reader; bad input refused on every rank.
+#![cfg(feature = "mpi")]
+
+mod common;
+use common::*;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// `sim args` on `np` ranks in `dir`, killed after 120 s (a hang fails the test).
+fn mpirun(dir: &Path, np: usize, args: &[&str]) -> Output {
+    Command::new("timeout")
+        .args(["120", "mpirun", "--oversubscribe", "-np", &np.to_string(), env!("CARGO_BIN_EXE_sim")])
+        .args(args)
+        .current_dir(dir)
+        // CI containers run as root, which Open MPI refuses unless told.
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .output()
+        .unwrap()
+}
+
+/// The bits of the field of the last checkpoint in `dir/d`.
+fn final_bits(dir: &Path, d: &str) -> (u64, Vec<u64>) {
+    let (meta, arrays) = sim::io::checkpoint::read(&sim::io::checkpoint::list(&dir.join(d)).pop().unwrap().1).unwrap();
+    (meta.step, arrays[0].values.to_f64().iter().map(|v| v.to_bits()).collect())
+}
+
+fn heat2d(precision: &str, extra: &str) -> String {
+    heat_case(
+        "h",
+        "heat2d: {n: 61, r: 0.24}",
+        precision,
+        "{end_step: 40}",
+        &format!("output: {{every_steps: 15}}\ncheckpoint: {{every_steps: 20}}\nguard: {{check_every: 7}}\n{extra}"),
+    )
+}
+
+/// P = 1, 2, 3, 4 (a 2 x 2 grid) and the process grids [4, 1] and [1, 4] give the serial
+/// run's field bitwise, in f64 and f32 (61 nodes: blocks of unequal widths).
+#[test]
+fn decomposed_heat2d_equals_the_serial_run_bitwise() {
+    let dir = scratch("mpi_heat2d");
+    for precision in ["f64", "f32"] {
+        let runs: [(usize, &str); 6] =
+            [(1, ""), (2, ""), (3, ""), (4, ""), (4, "parallel: {ranks: [4, 1]}"), (4, "parallel: {ranks: [1, 4]}")];
+        write(&dir, "serial.yaml", &heat2d(precision, ""));
+        ok(sim(&dir, &["run", "serial.yaml", "--quiet", "--overwrite", "--out", "serial"]));
+        let serial = final_bits(&dir, "serial");
+        assert_eq!(serial.0, 40);
+        for (np, extra) in runs {
+            write(&dir, "case.yaml", &heat2d(precision, extra));
+            let o = ok(mpirun(&dir, np, &["run", "case.yaml", "--overwrite", "--out", "p"]));
+            let out = String::from_utf8_lossy(&o.stdout);
+            if np > 1 {
+                assert!(out.contains(&format!("{np} MPI ranks")), "{out}");
+            }
+            assert!(final_bits(&dir, "p") == serial, "{precision} on {np} ranks {extra}: the field differs");
+            // The history's steps and times are the serial run's (its sums may differ in the
+            // last bits: other order).
+            let steps = |d: &str| -> Vec<String> {
+                let h = std::fs::read_to_string(dir.join(d).join("history.csv")).unwrap();
+                h.lines().map(|l| l.split(',').take(2).collect::<Vec<_>>().join(",")).collect()
+            };
+            assert_eq!(steps("p"), steps("serial"), "{np} ranks");
+        }
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// A checkpoint written on 4 ranks restarts on 2, whose checkpoint restarts without MPI:
+/// bitwise the uninterrupted serial run.
+#[test]
+fn checkpoints_move_between_rank_counts() {
+    let dir = scratch("mpi_restart");
+    write(&dir, "case.yaml", &heat2d("f64", ""));
+    ok(sim(&dir, &["run", "case.yaml", "--quiet", "--overwrite", "--out", "serial"]));
+    ok(mpirun(&dir, 4, &["run", "case.yaml", "--quiet", "--overwrite", "--out", "r", "--steps", "13"]));
+    ok(mpirun(&dir, 2, &["run", "--restart", "r", "--quiet", "--steps", "11"]));
+    assert_eq!(final_bits(&dir, "r").0, 24);
+    ok(sim(&dir, &["run", "--restart", "r", "--quiet"]));
+    assert!(final_bits(&dir, "r") == final_bits(&dir, "serial"), "4 -> 2 -> 1 ranks differs from the serial run");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Each output step is a `.pvti` of the ranks' pieces, listed in the `.pvd`; VTK's reader
+/// assembles it into the serial run's image, array for array.
+#[test]
+fn pvti_output_reads_as_the_serial_vti() {
+    if !python_has("vtk") {
+        return;
+    }
+    let dir = scratch("mpi_pvti");
+    write(&dir, "case.yaml", &heat2d("f32", ""));
+    ok(sim(&dir, &["run", "case.yaml", "--quiet", "--overwrite", "--out", "serial"]));
+    ok(mpirun(&dir, 4, &["run", "case.yaml", "--quiet", "--overwrite", "--out", "p", "--steps", "30"]));
+    let pvd = std::fs::read_to_string(dir.join("p/h.pvd")).unwrap();
+    assert!(pvd.contains("file=\"h_00000015.pvti\""), "{pvd}");
+    let script = r#"
+import sys, vtk
+from vtk.util.numpy_support import vtk_to_numpy as v
+import numpy as np
+a = vtk.vtkXMLImageDataReader(); a.SetFileName(sys.argv[1]); a.Update(); a = a.GetOutput()
+b = vtk.vtkXMLPImageDataReader(); b.SetFileName(sys.argv[2]); b.Update(); b = b.GetOutput()
+assert a.GetDimensions() == b.GetDimensions() and a.GetOrigin() == b.GetOrigin() and a.GetSpacing() == b.GetSpacing()
+for name in ["T", "T_exact"]:
+    x, y = v(a.GetPointData().GetArray(name)), v(b.GetPointData().GetArray(name))
+    assert x.dtype == y.dtype and np.array_equal(x, y), name
+assert b.GetFieldData().GetArray("TimeValue").GetValue(0) == a.GetFieldData().GetArray("TimeValue").GetValue(0)
+print("same")
+"#;
+    for step in ["00000000", "00000015", "00000030"] {
+        let (s, p) = (format!("serial/h_{step}.vti"), format!("p/h_{step}.pvti"));
+        let o = Command::new("python3").args(["-c", script, &s, &p]).current_dir(&dir).output().unwrap();
+        assert!(String::from_utf8_lossy(&o.stdout).contains("same"), "step {step}: {}", stderr(&o));
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Bad input under mpirun: every rank exits with 2, one message names the problem, nothing
+/// hangs (mpirun is killed after 120 s).
+#[test]
+fn bad_input_stops_every_rank_with_one_message() {
+    let dir = scratch("mpi_bad");
+    let case = |solver: &str, extra: &str| heat_case("b", solver, "f64", "{end_step: 5}", extra);
+    let cases = [
+        ("unknown key", case("heat2d: {n: 33, r: 0.2, bogus: 1}", ""), "bogus"),
+        ("ranks", case("heat2d: {n: 33, r: 0.2}", "parallel: {ranks: [3, 1]}"), "parallel.ranks"),
+        ("method", case("heat2d: {n: 33, r: 2.0, method: adi}", ""), "MPI ranks"),
+        ("narrow", case("heat2d: {n: 7, r: 0.2}", "parallel: {ranks: [4, 1]}"), "narrower"),
+    ];
+    for (what, text, needle) in cases {
+        write(&dir, "b.yaml", &text);
+        let o = mpirun(&dir, 4, &["run", "b.yaml", "--overwrite"]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{what}: {err}");
+        assert_eq!(err.matches("error:").count(), 1, "{what}: one message: {err}");
+        assert!(err.contains(needle), "{what}: {err}");
+    }
+    // Refused before anything is written.
+    assert!(!dir.join("out").exists());
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -130,7 +130,11 @@ pub fn bench(o: &BenchOptions) -> Result<serde_json::Value> {
             "elements": copy_elements, "iterations": copy.0, "time_per_step_s": copy.1, "bw_GBps": copy_bw
         });
         if let Some(mut s) = solver {
-            v["kernel"] = if o.power { with_power(s.as_mut(), o, copy_bw)? } else { kernel_figures(s.as_mut(), o, copy_bw)? };
+            v["kernel"] = if o.power {
+                with_power(s.as_mut(), o, &device, copy_bw)?
+            } else {
+                kernel_figures(s.as_mut(), o, &device, copy_bw)?
+            };
         }
         Ok(v)
     })
@@ -177,8 +181,8 @@ fn header(o: &BenchOptions, device: &Device, elements: usize, s: Option<&dyn Sol
 }
 
 /// Time the solver's steps: BW_e from its `bytes_per_step`, Mcells/s, and RDP on clouds.
-fn kernel_figures(s: &mut dyn Solver, o: &BenchOptions, copy_bw: f64) -> Result<serde_json::Value> {
-    let (iters, t) = time_steps(s, o.seconds)?;
+fn kernel_figures(s: &mut dyn Solver, o: &BenchOptions, device: &Device, copy_bw: f64) -> Result<serde_json::Value> {
+    let (iters, t) = time_steps(s, o.seconds, device)?;
     let n = s.mesh().len() as f64;
     let bytes = s.bytes_per_step();
     let bw = bytes / t / 1e9;
@@ -189,6 +193,7 @@ fn kernel_figures(s: &mut dyn Solver, o: &BenchOptions, copy_bw: f64) -> Result<
         "beta_lo": bytes / (n * o.precision.bytes() as f64),
         "mcells_per_s": n / t / 1e6,
         "fraction_of_copy": bw / copy_bw,
+        "timing": if matches!(device, Device::Cuda(..)) { "cuda events" } else { "wall clock" },
     });
     if matches!(s.mesh(), Mesh::Points(_)) {
         k["rdp_s"] = (t / n).into();
@@ -205,18 +210,18 @@ fn kernel_figures(s: &mut dyn Solver, o: &BenchOptions, copy_bw: f64) -> Result<
 
 /// [`kernel_figures`] with the GPU's power sampled around them (spec `shallow_water.md` §12):
 /// mean and idle power, and megacells per joule of the whole draw and of the draw above idle.
-fn with_power(s: &mut dyn Solver, o: &BenchOptions, copy_bw: f64) -> Result<serde_json::Value> {
+fn with_power(s: &mut dyn Solver, o: &BenchOptions, device: &Device, copy_bw: f64) -> Result<serde_json::Value> {
     let sampler = match crate::power::Sampler::start() {
         Ok(sampler) => sampler,
         Err(why) => {
-            let mut k = kernel_figures(s, o, copy_bw)?;
+            let mut k = kernel_figures(s, o, device, copy_bw)?;
             k["power"] = serde_json::json!({ "measured": false, "note": why });
             return Ok(k);
         }
     };
     std::thread::sleep(crate::power::IDLE);
     let from = Instant::now();
-    let mut k = kernel_figures(s, o, copy_bw)?;
+    let mut k = kernel_figures(s, o, device, copy_bw)?;
     let to = Instant::now();
     std::thread::sleep(crate::power::IDLE);
     k["power"] = match sampler.finish(from, to) {
@@ -237,8 +242,10 @@ fn with_power(s: &mut dyn Solver, o: &BenchOptions, copy_bw: f64) -> Result<serd
 /// Steps timed in batches (each ended by [`Solver::wait`], so queued device work counts)
 /// after three untimed calls, until `seconds` and at least 3 batches have passed; returns
 /// (steps, mean seconds per step). Each call advances as many steps as the solver takes at
-/// once (a temporally blocked sweep, or adaptive steps the solver lands itself).
-pub(crate) fn time_steps(s: &mut dyn Solver, seconds: f64) -> Result<(u64, f64)> {
+/// once (a temporally blocked sweep, or adaptive steps the solver lands itself). On a CUDA
+/// `device` the batches are timed by CUDA events on its stream (which every solver uses), so
+/// the host's waits do not count.
+pub(crate) fn time_steps(s: &mut dyn Solver, seconds: f64, device: &Device) -> Result<(u64, f64)> {
     let calls = if s.backend() == "cpu" { 1 } else { 10 };
     let landed = s.clock() == Clock::Physical && s.landed_steps_per_call() > 0;
     let step = |s: &mut dyn Solver| -> Result<u64> {
@@ -255,16 +262,30 @@ pub(crate) fn time_steps(s: &mut dyn Solver, seconds: f64) -> Result<(u64, f64)>
         step(s)?;
     }
     s.wait()?;
+    let stream = match device {
+        Device::Cuda(gpu, _) => Some(gpu.stream.clone()),
+        Device::Cpu(_) => None,
+    };
+    let event = |st: &std::sync::Arc<cudarc::driver::CudaStream>| {
+        st.record_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
+            .map_err(crate::cuda::driver_err("event"))
+    };
     let start = Instant::now();
-    let (mut steps, mut batches) = (0u64, 0);
+    let (mut steps, mut batches, mut on_device) = (0u64, 0, 0.0);
     while batches < 3 || start.elapsed().as_secs_f64() < seconds {
+        let first = stream.as_ref().map(event).transpose()?;
         for _ in 0..calls {
             steps += step(s)?;
         }
+        let last = stream.as_ref().map(event).transpose()?;
         s.wait()?;
+        if let (Some(a), Some(b)) = (first, last) {
+            on_device += a.elapsed_ms(&b).map_err(crate::cuda::driver_err("event timing"))? as f64 / 1e3;
+        }
         batches += 1;
     }
-    Ok((steps, start.elapsed().as_secs_f64() / steps as f64))
+    let t = if stream.is_some() { on_device } else { start.elapsed().as_secs_f64() };
+    Ok((steps, t / steps as f64))
 }
 
 /// COPY of `n` elements between two arrays (CPU: in the solvers' buffer placement, in
@@ -363,12 +384,13 @@ pub fn text(v: &serde_json::Value) -> String {
     );
     if let Some(k) = v.get("kernel") {
         s += &format!(
-            "  {:<7} {:>9.3e} s/step  {:>8.2} GB/s (BW_e)  {:.1} Mcells/s  {:.1}% of COPY\n",
+            "  {:<7} {:>9.3e} s/step  {:>8.2} GB/s (BW_e)  {:.1} Mcells/s  {:.1}% of COPY ({})\n",
             "SOLVER:",
             f(&k["time_per_step_s"]),
             f(&k["bw_eff_GBps"]),
             f(&k["mcells_per_s"]),
             100.0 * f(&k["fraction_of_copy"]),
+            k["timing"].as_str().unwrap_or("?"),
         );
         if k["power"]["measured"] == true {
             let p = &k["power"];

@@ -96,8 +96,10 @@ pub fn tune(o: &TuneOptions) -> Result<String> {
         for &block in &blocks {
             let opts = GpuOptions { variant, block: Some(block), ..case.gpu.clone() };
             let shape = format!("{} x {}", block[0], block[1]);
-            let timed = crate::solvers::build_on(&case, precision, &Device::Cuda(gpu.clone(), opts))
-                .and_then(|mut s| crate::bench::time_steps(s.as_mut(), o.seconds).map(|(_, t)| (s.mesh().len() as f64 / t / 1e6, t)));
+            let device = Device::Cuda(gpu.clone(), opts);
+            let timed = crate::solvers::build_on(&case, precision, &device).and_then(|mut s| {
+                crate::bench::time_steps(s.as_mut(), o.seconds, &device).map(|(_, t)| (s.mesh().len() as f64 / t / 1e6, t))
+            });
             match timed {
                 Ok((mcells, t)) => {
                     text += &format!("  {:<8} {shape:<11} {mcells:>9.1}   {t:.3e}\n", variant.name());

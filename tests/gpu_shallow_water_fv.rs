@@ -334,6 +334,7 @@ fn bench_runs_and_bad_blocks_are_refused() {
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
         assert_eq!(v["backend"].as_str(), Some("cuda"), "{v}");
         assert!(v["kernel"]["time_per_step_s"].as_f64().unwrap() > 0.0, "{v}");
+        assert_eq!(v["kernel"]["timing"].as_str(), Some("cuda events"), "{v}");
     }
     // Too many threads; more shared memory than a block may have (f64 tiles of 1024 x 1).
     for (gpu, precision) in [("{block: [64, 32]}", "f32"), ("{variant: shared, block: [1024, 1]}", "f64")] {

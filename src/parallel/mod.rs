@@ -20,6 +20,11 @@ pub enum Reduce {
     Sum,
 }
 
+/// A message [`Comm::exchange`] sends: (rank, tag, data).
+pub type Outgoing<'a> = (usize, i32, &'a [f64]);
+/// A message [`Comm::exchange`] receives: (rank, tag, buffer).
+pub type Incoming<'a> = (usize, i32, &'a mut [f64]);
+
 /// The processes of a run, numbered from 0.
 pub trait Ranks: Send + Sync {
     fn rank(&self) -> usize;
@@ -46,8 +51,9 @@ pub trait Comm: Ranks {
     /// periodic axis the grid wraps around (possibly to this rank itself).
     fn neighbour(&self, axis: usize, up: bool) -> Option<usize>;
     /// Send each `(rank, tag, data)` and receive each `(rank, tag, buffer)` (of the size the
-    /// sender sends), all posted at once, returning when all have completed.
-    fn exchange(&self, sends: &[(usize, i32, &[f64])], receives: &mut [(usize, i32, &mut [f64])]);
+    /// sender sends), all posted at once; `during` runs while they travel; returns when all
+    /// have completed.
+    fn exchange(&self, sends: &[Outgoing], receives: &mut [Incoming], during: &mut dyn FnMut());
     /// `v` combined over all ranks, on every rank.
     fn all_reduce(&self, v: f64, op: Reduce) -> f64;
     /// Every rank's `data`, in rank order, on rank 0 (empty on the others).
@@ -81,7 +87,8 @@ impl Comm for Single {
     fn neighbour(&self, axis: usize, _up: bool) -> Option<usize> {
         self.periodic[axis].then_some(0)
     }
-    fn exchange(&self, sends: &[(usize, i32, &[f64])], receives: &mut [(usize, i32, &mut [f64])]) {
+    fn exchange(&self, sends: &[Outgoing], receives: &mut [Incoming], during: &mut dyn FnMut()) {
+        during();
         for (_, tag, buf) in receives.iter_mut() {
             let (_, _, data) = sends.iter().find(|(_, t, _)| t == tag).expect("a send for every receive");
             buf.copy_from_slice(data);
@@ -174,15 +181,20 @@ impl Block {
     /// Fill the ghost layers of `v` (stored dims, row-major) from the neighbours: first the
     /// columns along x, then whole stored rows along y (so corner ghosts arrive too).
     pub fn exchange<T: Real>(&self, comm: &dyn Comm, v: &mut [T]) {
-        for axis in 0..2 {
-            self.exchange_along(comm, v, axis);
-        }
+        self.exchange_during(comm, v, &mut |_| {});
+    }
+
+    /// [`Block::exchange`], running `during` on `v` (its ghosts not yet current) while the
+    /// columns travel: the work that needs no ghost overlaps the exchange.
+    pub fn exchange_during<T: Real>(&self, comm: &dyn Comm, v: &mut [T], during: &mut dyn FnMut(&[T])) {
+        self.exchange_along(comm, v, 0, during);
+        self.exchange_along(comm, v, 1, &mut |_| {});
     }
 
     /// One phase of [`Block::exchange`]: the owned lines next to each neighbour along `axis`
     /// go to it, tagged with the direction of travel (`2 axis` up, `2 axis + 1` down), and the
     /// ghost lines come from it.
-    fn exchange_along<T: Real>(&self, comm: &dyn Comm, v: &mut [T], axis: usize) {
+    fn exchange_along<T: Real>(&self, comm: &dyn Comm, v: &mut [T], axis: usize, during: &mut dyn FnMut(&[T])) {
         let n = self.stored[axis];
         let [below, above] = [self.ghosts[2 * axis], self.ghosts[2 * axis + 1]];
         let (up, down) = (2 * axis as i32, 2 * axis as i32 + 1);
@@ -197,10 +209,9 @@ impl Block {
             .filter_map(|(from, tag, r)| from.filter(|_| !r.is_empty()).map(|from| (from, tag, self.lines(axis, r))))
             .map(|(from, tag, at)| (from, tag, vec![0.0; at.len()], at))
             .collect();
-        let sends: Vec<(usize, i32, &[f64])> = sent.iter().map(|(r, t, d)| (*r, *t, d.as_slice())).collect();
-        let mut bufs: Vec<(usize, i32, &mut [f64])> =
-            got.iter_mut().map(|(r, t, d, _)| (*r, *t, d.as_mut_slice())).collect();
-        comm.exchange(&sends, &mut bufs);
+        let sends: Vec<Outgoing> = sent.iter().map(|(r, t, d)| (*r, *t, d.as_slice())).collect();
+        let mut bufs: Vec<Incoming> = got.iter_mut().map(|(r, t, d, _)| (*r, *t, d.as_mut_slice())).collect();
+        comm.exchange(&sends, &mut bufs, &mut || during(v));
         for (_, _, data, at) in &got {
             for (&k, &x) in at.iter().zip(data) {
                 v[k] = T::of(x);

@@ -9,7 +9,7 @@ use mpi::traits::*;
 
 use std::sync::Arc;
 
-use super::{Comm, Processes, Ranks, Reduce};
+use super::{Comm, Incoming, Outgoing, Processes, Ranks, Reduce};
 
 /// MPI is running: the universe (finalised when dropped) and `MPI_COMM_WORLD`.
 pub struct Universe {
@@ -103,7 +103,7 @@ impl Comm for World {
         (if up { above } else { below }).map(|r| r as usize)
     }
 
-    fn exchange(&self, sends: &[(usize, i32, &[f64])], receives: &mut [(usize, i32, &mut [f64])]) {
+    fn exchange(&self, sends: &[Outgoing], receives: &mut [Incoming], during: &mut dyn FnMut()) {
         mpi::request::multiple_scope(sends.len() + receives.len(), |scope, requests| {
             for (rank, tag, buf) in receives.iter_mut() {
                 let p = self.cart.process_at_rank(*rank as Rank);
@@ -113,6 +113,7 @@ impl Comm for World {
                 let p = self.cart.process_at_rank(*rank as Rank);
                 requests.add(p.immediate_send_with_tag(scope, *data, *tag));
             }
+            during();
             let mut done = Vec::new();
             requests.wait_all(&mut done);
         });

@@ -177,6 +177,25 @@ pub fn ftcs2d<T: Real>(src: &[T], dst: &mut [T], nx: usize, r: T) {
     });
 }
 
+/// [`ftcs2d`] again on interior rows `rows` and on interior columns `cols` (every interior
+/// row), with the same expression: the lines of a block that read ghosts which arrived after
+/// the rest of the step.
+pub fn ftcs2d_lines<T: Real>(src: &[T], dst: &mut [T], nx: usize, r: T, rows: &[usize], cols: &[usize]) {
+    let ny = src.len() / nx;
+    let c0 = T::one() - T::of(4.0) * r;
+    for &j in rows {
+        row2d(&src[(j - 1) * nx..(j + 2) * nx], &mut dst[j * nx..(j + 1) * nx], c0, r);
+    }
+    for j in 1..ny - 1 {
+        let row = |k: usize| &src[k * nx..(k + 1) * nx];
+        let (south, mid, north) = (row(j - 1), row(j), row(j + 1));
+        for &i in cols {
+            let out = &mut dst[j * nx + i..j * nx + i + 1];
+            interior2d_body(&south[i..i + 1], &mid[i - 1..i + 2], &north[i..i + 1], out, c0, r);
+        }
+    }
+}
+
 /// Interior row from the three input rows `rows = [south, mid, north]` (each `out.len()`
 /// long).
 #[inline]

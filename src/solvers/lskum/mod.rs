@@ -181,6 +181,7 @@ impl LskumParams {
                 TimeScheme::First => Scheme::ForwardEuler,
             },
             winf: kernels::free_stream(self.mach, self.aoa),
+            math: crate::cpu::Math::Exact,
         }
     }
 }
@@ -251,6 +252,9 @@ impl Lskum {
 
     /// The solver moved to `device` (CUDA: the cloud and the state uploaded).
     pub fn on(mut self, device: &Device) -> Result<Self> {
+        if let Device::Cpu(o) = device {
+            self.set.math = o.math;
+        }
         if let Device::Cuda(gpu, o) = device {
             self.dev = Some(cuda::LskumCuda::new(gpu, o, &self.cloud, &self.st.prim, &self.set)?);
             // The host keeps the state's copy only, not the CPU scheme's scratch.

@@ -6,7 +6,8 @@
 use rayon::prelude::*;
 
 use super::cloud::{Cloud, Csr, INTERIOR, OUTER, WALL};
-use super::kernels::{self as k, FluxKind, LsSums, Reconstruct, V4};
+use super::kernels::{self as k, FluxKind, Kinetic, LsSums, MathLib, Reconstruct, V4};
+use crate::cpu::{Math, Simd};
 use crate::error::Result;
 use crate::numerics::rk::{self, RkState, Scheme, Stage};
 
@@ -21,6 +22,8 @@ pub struct Settings {
     /// Runge-Kutta scheme of the pseudo-time iterations.
     pub scheme: Scheme,
     pub winf: V4,
+    /// Functions of the flux residual on the CPU (`cpu.math`).
+    pub math: Math,
 }
 
 /// Per-point scratch and state, one array per quantity (four components stored together).
@@ -138,7 +141,7 @@ pub struct FluxInput<'a> {
 }
 
 impl FluxInput<'_> {
-    #[inline]
+    #[inline(always)]
     fn reconstruct(&self, p: usize, bounds: usize, dx: f64, dy: f64) -> V4 {
         match self.set.reconstruct {
             Reconstruct::Venkat => k::reconstruct_venkat(
@@ -194,6 +197,14 @@ impl FluxInput<'_> {
     /// neighbour order, so the result equals [`FluxInput::residual_by_stencil`] bit for bit.
     #[inline]
     pub fn residual(&self, i: usize) -> V4 {
+        self.residual_in::<k::Exact>(i, &mut Ends::default())
+    }
+
+    /// [`FluxInput::residual`] with the functions of `M` and the scratch `ends`. The kinetic
+    /// states of the edge ends are computed [`BATCH`] edges at a time, in a loop over the ends
+    /// with no branches under [`k::Fast`], which the compiler vectorises.
+    #[inline(always)]
+    pub fn residual_in<M: MathLib>(&self, i: usize, ends: &mut Ends) -> V4 {
         let c = self.c;
         let (nx, ny) = (c.nx[i], c.ny[i]);
         let flag = c.flag[i];
@@ -203,43 +214,46 @@ impl FluxInput<'_> {
             _ => [FluxKind::GxIII, FluxKind::GxIV, FluxKind::GyPos, FluxKind::GyNeg],
         };
         let mut ls = [LsSums::<4>::new(); 4];
-        for &kk in c.conn.of(i) {
-            let kk = kk as usize;
-            let dx = c.x[kk] - c.x[i];
-            let dy = c.y[kk] - c.y[i];
-            let ds = dx * ny - dy * nx;
-            let dn = dx * nx + dy * ny;
-            let member = [
-                ds <= 0.0,
-                ds >= 0.0,
-                match flag {
-                    INTERIOR => dn <= 0.0,
-                    WALL => false,
-                    _ => true,
-                },
-                match flag {
-                    INTERIOR => dn >= 0.0,
-                    WALL => true,
-                    _ => false,
-                },
-            ];
-            let w = k::ls_weight(dx, dy, self.set.power);
-            let wi = k::prim_of_q(self.reconstruct(i, i, dx, dy));
-            let wk = k::prim_of_q(self.reconstruct(kk, i, dx, dy));
-            // One kinetic state per end of the edge, with the directions of every stencil the
-            // edge is in (the same bits per kind as computing it per stencil).
-            let (mut t, mut n) = (false, false);
-            for m in (0..4).filter(|&m| member[m]) {
-                let (tm, nm) = kinds[m].directions();
-                (t, n) = (t || tm, n || nm);
+        for edges in c.conn.of(i).chunks(BATCH) {
+            // q reconstructed at both ends of each edge: point i in lane 2e, neighbour in 2e + 1.
+            for (e, &kk) in edges.iter().enumerate() {
+                let kk = kk as usize;
+                let (dx, dy) = (c.x[kk] - c.x[i], c.y[kk] - c.y[i]);
+                ends.set_q(2 * e, self.reconstruct(i, i, dx, dy));
+                ends.set_q(2 * e + 1, self.reconstruct(kk, i, dx, dy));
             }
-            let (ki, kk_) = (k::kinetic_part(wi, nx, ny, t, n), k::kinetic_part(wk, nx, ny, t, n));
-            for m in 0..4 {
-                if member[m] {
-                    let gi = k::flux_of(kinds[m], &ki);
-                    let gk = k::flux_of(kinds[m], &kk_);
-                    let df = [gk[0] - gi[0], gk[1] - gi[1], gk[2] - gi[2], gk[3] - gi[3]];
-                    ls[m].add(ds, dn, w, &df);
+            // Every stencil an edge can be in needs the terms along both t and n (an edge is
+            // in the +t or the -t stencil, and in a +n or -n one), so all are computed.
+            ends.kinetic::<M>(2 * edges.len(), nx, ny);
+            for (e, &kk) in edges.iter().enumerate() {
+                let kk = kk as usize;
+                let dx = c.x[kk] - c.x[i];
+                let dy = c.y[kk] - c.y[i];
+                let ds = dx * ny - dy * nx;
+                let dn = dx * nx + dy * ny;
+                let member = [
+                    ds <= 0.0,
+                    ds >= 0.0,
+                    match flag {
+                        INTERIOR => dn <= 0.0,
+                        WALL => false,
+                        _ => true,
+                    },
+                    match flag {
+                        INTERIOR => dn >= 0.0,
+                        WALL => true,
+                        _ => false,
+                    },
+                ];
+                let w = k::ls_weight(dx, dy, self.set.power);
+                let (ki, kk_) = (ends.get(2 * e), ends.get(2 * e + 1));
+                for m in 0..4 {
+                    if member[m] {
+                        let gi = k::flux_of(kinds[m], &ki);
+                        let gk = k::flux_of(kinds[m], &kk_);
+                        let df = [gk[0] - gi[0], gk[1] - gi[1], gk[2] - gi[2], gk[3] - gi[3]];
+                        ls[m].add(ds, dn, w, &df);
+                    }
                 }
             }
         }
@@ -301,6 +315,106 @@ impl FluxInput<'_> {
         }
         r
     }
+}
+
+/// Edges whose end states [`FluxInput::residual_in`] computes together.
+pub const BATCH: usize = 16;
+
+/// The two ends of up to [`BATCH`] edges: reconstructed q in, kinetic states out, one array per
+/// quantity (the layout a vector loop reads and writes).
+pub struct Ends {
+    q: [[f64; 2 * BATCH]; 4],
+    k: [[f64; 2 * BATCH]; 13],
+}
+
+impl Default for Ends {
+    fn default() -> Self {
+        Ends { q: [[0.0; 2 * BATCH]; 4], k: [[0.0; 2 * BATCH]; 13] }
+    }
+}
+
+impl Ends {
+    #[inline(always)]
+    fn set_q(&mut self, lane: usize, q: V4) {
+        for r in 0..4 {
+            self.q[r][lane] = q[r];
+        }
+    }
+
+    /// The kinetic states of lanes `0..n` in the frame (nx, ny).
+    #[inline(always)]
+    fn kinetic<M: MathLib>(&mut self, n: usize, nx: f64, ny: f64) {
+        let (q, out) = (&self.q, &mut self.k);
+        for j in 0..n {
+            let s = k::kinetic_in::<M>(k::prim_of_q_in::<M>([q[0][j], q[1][j], q[2][j], q[3][j]]), nx, ny, true, true);
+            let v = [s.rho, s.ut, s.un, s.pr, s.t, s.at_p, s.at_m, s.an_p, s.an_m, s.bt, s.bn, s.h, s.eb];
+            for (o, x) in out.iter_mut().zip(v) {
+                o[j] = x;
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn get(&self, lane: usize) -> Kinetic {
+        let f = |m: usize| self.k[m][lane];
+        Kinetic {
+            rho: f(0),
+            ut: f(1),
+            un: f(2),
+            pr: f(3),
+            t: f(4),
+            at_p: f(5),
+            at_m: f(6),
+            an_p: f(7),
+            an_m: f(8),
+            bt: f(9),
+            bn: f(10),
+            h: f(11),
+            eb: f(12),
+        }
+    }
+}
+
+/// Points per task of the flux residual (one scratch [`Ends`] each).
+const CHUNK: usize = 256;
+
+/// The flux residual of every point into `res`, with the functions `math` says; `fast` runs
+/// the build for the widest [`Simd`] level the CPU has.
+pub fn residuals(fi: &FluxInput, math: Math, res: &mut [V4]) {
+    res.par_chunks_mut(CHUNK).enumerate().for_each(|(b, out)| {
+        let first = b * CHUNK;
+        match (math, Simd::detect()) {
+            (Math::Exact, _) => residuals_in::<k::Exact>(fi, first, out),
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: the CPU has AVX-512F (detected).
+            (Math::Fast, Simd::Avx512) => unsafe { residuals_fast_avx512(fi, first, out) },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: the CPU has AVX2 (detected).
+            (Math::Fast, Simd::Avx2) => unsafe { residuals_fast_avx2(fi, first, out) },
+            (Math::Fast, _) => residuals_in::<k::Fast>(fi, first, out),
+        }
+    });
+}
+
+/// Residuals of points `first..first + out.len()`.
+#[inline(always)]
+fn residuals_in<M: MathLib>(fi: &FluxInput, first: usize, out: &mut [V4]) {
+    let mut ends = Ends::default();
+    for (j, r) in out.iter_mut().enumerate() {
+        *r = fi.residual_in::<M>(first + j, &mut ends);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn residuals_fast_avx512(fi: &FluxInput, first: usize, out: &mut [V4]) {
+    residuals_in::<k::Fast>(fi, first, out)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn residuals_fast_avx2(fi: &FluxInput, first: usize, out: &mut [V4]) {
+    residuals_in::<k::Fast>(fi, first, out)
 }
 
 /// State update of one point for a Runge-Kutta stage (spec 9.3, 9.4) with the point's local
@@ -424,7 +538,7 @@ impl RkState for CpuStages<'_> {
         q_derivatives(c, s, set);
         let t2 = Instant::now();
         let fi = FluxInput { c, q: &s.q, qx: &s.qx, qy: &s.qy, qmax: &s.qmax, qmin: &s.qmin, set };
-        s.res.par_iter_mut().enumerate().for_each(|(i, r)| *r = fi.residual(i));
+        residuals(&fi, set.math, &mut s.res);
         let t3 = Instant::now();
         self.t.q_variables += (t1 - t0).as_secs_f64();
         self.t.q_derivatives += (t2 - t1).as_secs_f64();
@@ -558,6 +672,7 @@ mod tests {
                 reconstruct: Reconstruct::Venkat,
                 scheme: Scheme::Ssp43,
                 winf: k::free_stream(0.5, 0.0),
+                math: Math::Exact,
             };
             let mut s = State::new(c.len(), set.winf);
             for i in 0..c.len() {
@@ -597,6 +712,7 @@ mod tests {
             reconstruct: Reconstruct::Venkat,
             scheme: Scheme::Ssp43,
             winf: k::free_stream(0.63, 2.0),
+            math: Math::Exact,
         };
         let mut s = State::new(c.len(), set.winf);
         for i in 0..c.len() {
@@ -661,6 +777,7 @@ mod tests {
             reconstruct: Reconstruct::Venkat,
             scheme: Scheme::Ssp43,
             winf: k::free_stream(0.63, 2.0),
+            math: Math::Exact,
         };
         let mut s = State::new(c.len(), set.winf);
         s.q.iter_mut().for_each(|q| *q = k::q_of_prim(set.winf));

@@ -341,11 +341,18 @@ impl Ends {
         }
     }
 
-    /// The kinetic states of lanes `0..n` in the frame (nx, ny).
+    /// The kinetic states of lanes `0..n` in the frame (nx, ny); lanes up to a multiple of
+    /// `M::LANES` repeat lane 0, so that no lane is left to a scalar remainder loop.
     #[inline(always)]
     fn kinetic<M: MathLib>(&mut self, n: usize, nx: f64, ny: f64) {
+        let padded = n.next_multiple_of(M::LANES).min(2 * BATCH);
+        for j in n..padded {
+            for r in 0..4 {
+                self.q[r][j] = self.q[r][0];
+            }
+        }
         let (q, out) = (&self.q, &mut self.k);
-        for j in 0..n {
+        for j in 0..padded {
             let s = k::kinetic_in::<M>(k::prim_of_q_in::<M>([q[0][j], q[1][j], q[2][j], q[3][j]]), nx, ny, true, true);
             let v = [s.rho, s.ut, s.un, s.pr, s.t, s.at_p, s.at_m, s.an_p, s.an_m, s.bt, s.bn, s.h, s.eb];
             for (o, x) in out.iter_mut().zip(v) {

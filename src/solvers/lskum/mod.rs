@@ -620,6 +620,15 @@ impl Solver for Lskum {
         m.insert("points".into(), self.cloud.len().into());
         m.insert("rdp_s".into(), self.rdp().into());
         m.insert("renumber".into(), self.params.renumber.name().into());
+        if self.dev.is_none() {
+            // The path the flux residual took (`cpu.math`; CUDA uses the device's functions).
+            let simd = match self.set.math {
+                crate::cpu::Math::Exact => crate::cpu::Simd::None,
+                crate::cpu::Math::Fast => crate::cpu::Simd::detect(),
+            };
+            m.insert("math".into(), self.set.math.name().into());
+            m.insert("simd".into(), simd.name().into());
+        }
         let timed: f64 = self.phases.phases().iter().map(|p| p.1).sum();
         if timed > 0.0 {
             // In the order of an iteration: [[phase, share], ...].

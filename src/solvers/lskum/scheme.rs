@@ -734,6 +734,57 @@ mod tests {
         }
     }
 
+    /// The fast residual is within 1e-13 of the exact one (relative to the largest term), and
+    /// the same bits in every SIMD build.
+    #[test]
+    fn fast_residual_matches_exact_and_every_simd_level() {
+        let mut seed = 9u64;
+        let mut c = jittered(9, &mut seed);
+        for i in 0..9 {
+            (c.flag[i], c.flag[72 + i]) = (WALL, OUTER);
+        }
+        c.build_stencils();
+        let set = Settings {
+            cfl: 0.5,
+            inner_iterations: 2,
+            vl_const: 5.0,
+            power: 0.0,
+            reconstruct: Reconstruct::Venkat,
+            scheme: Scheme::Ssp43,
+            winf: k::free_stream(0.63, 2.0),
+            math: Math::Exact,
+        };
+        let mut s = State::new(c.len(), set.winf);
+        for i in 0..c.len() {
+            // strong gradients, Mach up to about 2 (|s| of the fluxes up to about 2)
+            let w = [1.0 + 0.5 * c.x[i], 2.0 - 3.0 * c.y[i] * c.x[i], 0.8 * c.x[i] - 0.4, 0.7 + 0.3 * c.y[i]];
+            s.q[i] = k::q_of_prim(w);
+        }
+        q_derivatives(&c, &mut s, &set);
+        let fi = FluxInput { c: &c, q: &s.q, qx: &s.qx, qy: &s.qy, qmax: &s.qmax, qmin: &s.qmin, set: &set };
+        let (mut exact, mut fast, mut plain) = (vec![[0.0; 4]; c.len()], vec![[0.0; 4]; c.len()], vec![[0.0; 4]; c.len()]);
+        residuals(&fi, Math::Exact, &mut exact);
+        residuals(&fi, Math::Fast, &mut fast);
+        residuals_in::<k::Fast>(&fi, 0, &mut plain);
+        let bits = |v: &[V4]| v.iter().flatten().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&fast), bits(&plain), "{:?}", Simd::detect());
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            let mut avx2 = vec![[0.0; 4]; c.len()];
+            // SAFETY: the CPU has AVX2 (detected).
+            unsafe { residuals_fast_avx2(&fi, 0, &mut avx2) };
+            assert_eq!(bits(&avx2), bits(&plain), "AVX2");
+        }
+        // points off the sides of the patch (full split stencils)
+        let inside: Vec<usize> = (0..c.len()).filter(|i| i % 9 != 0 && i % 9 != 8).collect();
+        let scale = inside.iter().flat_map(|&i| exact[i]).fold(0.0f64, |m, v| m.max(v.abs()));
+        for &i in &inside {
+            for m in 0..4 {
+                assert!((fast[i][m] - exact[i][m]).abs() <= 1e-13 * scale, "point {i} [{m}]: {fast:?} vs {exact:?}");
+            }
+        }
+    }
+
     /// The stages of the time schemes give the bits of the former hard-coded update:
     /// `u - 0.5 * euler * dt * res` (euler 2 for forward Euler, 1 for SSP(4,3)), blended as
     /// `(2/3) u_old + (1/3) un` at stage 3 of SSP(4,3).

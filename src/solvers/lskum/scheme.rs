@@ -336,8 +336,8 @@ impl Default for Ends {
 impl Ends {
     #[inline(always)]
     fn set_q(&mut self, lane: usize, q: V4) {
-        for r in 0..4 {
-            self.q[r][lane] = q[r];
+        for (row, v) in self.q.iter_mut().zip(q) {
+            row[lane] = v;
         }
     }
 
@@ -346,10 +346,9 @@ impl Ends {
     #[inline(always)]
     fn kinetic<M: MathLib>(&mut self, n: usize, nx: f64, ny: f64) {
         let padded = n.next_multiple_of(M::LANES).min(2 * BATCH);
-        for j in n..padded {
-            for r in 0..4 {
-                self.q[r][j] = self.q[r][0];
-            }
+        for row in &mut self.q {
+            let first = row[0];
+            row[n..padded].fill(first);
         }
         let (q, out) = (&self.q, &mut self.k);
         for j in 0..padded {

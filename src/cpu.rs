@@ -14,7 +14,8 @@ pub struct CpuOptions {
     /// number of steps.
     #[serde(default)]
     pub temporal_block: TemporalBlock,
-    /// Transcendental functions of the lskum fluxes: `exact` (default) or `fast`.
+    /// Transcendental functions of the lskum fluxes: `exact` (default) or `fast`. The CUDA
+    /// back end ignores it (its kernels keep the device's functions).
     #[serde(default)]
     pub math: Math,
 }

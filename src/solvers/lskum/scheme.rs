@@ -761,7 +761,8 @@ mod tests {
         }
         q_derivatives(&c, &mut s, &set);
         let fi = FluxInput { c: &c, q: &s.q, qx: &s.qx, qy: &s.qy, qmax: &s.qmax, qmin: &s.qmin, set: &set };
-        let (mut exact, mut fast, mut plain) = (vec![[0.0; 4]; c.len()], vec![[0.0; 4]; c.len()], vec![[0.0; 4]; c.len()]);
+        let zero = vec![[0.0; 4]; c.len()];
+        let (mut exact, mut fast, mut plain) = (zero.clone(), zero.clone(), zero);
         residuals(&fi, Math::Exact, &mut exact);
         residuals(&fi, Math::Fast, &mut fast);
         residuals_in::<k::Fast>(&fi, 0, &mut plain);

@@ -64,7 +64,7 @@ fn converged_coefficients_agree() {
             let mut residues = Vec::new();
             while s.residue() > -4.0 && s.iterations() < 30_000 {
                 s.iterate();
-                if s.iterations() % 1000 == 0 {
+                if s.iterations().is_multiple_of(1000) {
                     eprintln!("{math:?} {}: residue {:.6}", s.iterations(), s.residue());
                     residues.push(s.residue());
                 }

@@ -44,8 +44,6 @@ pub fn q_of_prim(w: V4) -> V4 {
 /// The transcendental functions of the fluxes: [`Exact`] (the reference bits) or [`Fast`]
 /// (`cpu.math: fast`).
 pub trait MathLib {
-    /// Lanes a batch of states is padded to (the vector width of the fast functions).
-    const LANES: usize;
     fn exp(x: f64) -> f64;
     fn ln(x: f64) -> f64;
     fn erf(x: f64) -> f64;
@@ -59,7 +57,6 @@ pub struct Exact;
 pub struct Fast;
 
 impl MathLib for Exact {
-    const LANES: usize = 1;
     #[inline(always)]
     fn exp(x: f64) -> f64 {
         x.exp()
@@ -75,7 +72,6 @@ impl MathLib for Exact {
 }
 
 impl MathLib for Fast {
-    const LANES: usize = 8;
     #[inline(always)]
     fn exp(x: f64) -> f64 {
         crate::numerics::fast_math::exp(x)

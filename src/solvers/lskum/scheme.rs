@@ -6,7 +6,7 @@
 use rayon::prelude::*;
 
 use super::cloud::{Cloud, Csr, INTERIOR, OUTER, WALL};
-use super::kernels::{self as k, FluxKind, Kinetic, LsSums, MathLib, Reconstruct, V4};
+use super::kernels::{self as k, FluxKind, Kinetic, LsSums, Reconstruct, V4};
 use crate::cpu::{Math, Simd};
 use crate::error::Result;
 use crate::numerics::rk::{self, RkState, Scheme, Stage};
@@ -197,22 +197,34 @@ impl FluxInput<'_> {
     /// neighbour order, so the result equals [`FluxInput::residual_by_stencil`] bit for bit.
     #[inline]
     pub fn residual(&self, i: usize) -> V4 {
-        self.residual_in::<k::Exact>(i, &mut Ends::default())
-    }
-
-    /// [`FluxInput::residual`] with the functions of `M` and the scratch `ends`. The kinetic
-    /// states of the edge ends are computed [`BATCH`] edges at a time, in a loop over the ends
-    /// with no branches under [`k::Fast`], which the compiler vectorises.
-    #[inline(always)]
-    pub fn residual_in<M: MathLib>(&self, i: usize, ends: &mut Ends) -> V4 {
         let c = self.c;
         let (nx, ny) = (c.nx[i], c.ny[i]);
-        let flag = c.flag[i];
-        let kinds = match flag {
-            INTERIOR => [FluxKind::GxPos, FluxKind::GxNeg, FluxKind::GyPos, FluxKind::GyNeg],
-            WALL => [FluxKind::GxII, FluxKind::GxI, FluxKind::GyPos, FluxKind::GyNeg],
-            _ => [FluxKind::GxIII, FluxKind::GxIV, FluxKind::GyPos, FluxKind::GyNeg],
-        };
+        let kinds = stencil_kinds(c.flag[i]);
+        let mut ls = [LsSums::<4>::new(); 4];
+        for &kk in c.conn.of(i) {
+            let e = self.edge(i, kk as usize);
+            let wi = k::prim_of_q(self.reconstruct(i, i, e.dx, e.dy));
+            let wk = k::prim_of_q(self.reconstruct(kk as usize, i, e.dx, e.dy));
+            // One kinetic state per end of the edge, with the directions of every stencil the
+            // edge is in (the same bits per kind as computing it per stencil).
+            let (mut t, mut n) = (false, false);
+            for m in (0..4).filter(|&m| e.member[m]) {
+                let (tm, nm) = kinds[m].directions();
+                (t, n) = (t || tm, n || nm);
+            }
+            let (ki, kk_) = (k::kinetic_part(wi, nx, ny, t, n), k::kinetic_part(wk, nx, ny, t, n));
+            e.accumulate(&mut ls, &kinds, &ki, &kk_);
+        }
+        stencil_sum(c.flag[i], &ls)
+    }
+
+    /// [`FluxInput::residual`] with the functions of [`k::Fast`] and the scratch `ends`: the
+    /// kinetic states of the edge ends are computed [`BATCH`] edges at a time, in a loop with
+    /// no branches, which the compiler vectorises.
+    #[inline(always)]
+    pub fn residual_fast(&self, i: usize, ends: &mut Ends) -> V4 {
+        let c = self.c;
+        let kinds = stencil_kinds(c.flag[i]);
         let mut ls = [LsSums::<4>::new(); 4];
         for edges in c.conn.of(i).chunks(BATCH) {
             // q reconstructed at both ends of each edge: point i in lane 2e, neighbour in 2e + 1.
@@ -224,61 +236,38 @@ impl FluxInput<'_> {
             }
             // Every stencil an edge can be in needs the terms along both t and n (an edge is
             // in the +t or the -t stencil, and in a +n or -n one), so all are computed.
-            ends.kinetic::<M>(2 * edges.len(), nx, ny);
+            ends.kinetic(2 * edges.len(), c.nx[i], c.ny[i]);
             for (e, &kk) in edges.iter().enumerate() {
-                let kk = kk as usize;
-                let dx = c.x[kk] - c.x[i];
-                let dy = c.y[kk] - c.y[i];
-                let ds = dx * ny - dy * nx;
-                let dn = dx * nx + dy * ny;
-                let member = [
-                    ds <= 0.0,
-                    ds >= 0.0,
-                    match flag {
-                        INTERIOR => dn <= 0.0,
-                        WALL => false,
-                        _ => true,
-                    },
-                    match flag {
-                        INTERIOR => dn >= 0.0,
-                        WALL => true,
-                        _ => false,
-                    },
-                ];
-                let w = k::ls_weight(dx, dy, self.set.power);
-                let (ki, kk_) = (ends.get(2 * e), ends.get(2 * e + 1));
-                for m in 0..4 {
-                    if member[m] {
-                        let gi = k::flux_of(kinds[m], &ki);
-                        let gk = k::flux_of(kinds[m], &kk_);
-                        let df = [gk[0] - gi[0], gk[1] - gi[1], gk[2] - gi[2], gk[3] - gi[3]];
-                        ls[m].add(ds, dn, w, &df);
-                    }
-                }
+                self.edge(i, kk as usize).accumulate(&mut ls, &kinds, &ends.get(2 * e), &ends.get(2 * e + 1));
             }
         }
-        let mut r = [0.0; 4];
-        match flag {
-            INTERIOR => {
-                let (a, b, cc, d) = (ls[0].d_ds(), ls[1].d_ds(), ls[2].d_dn(), ls[3].d_dn());
-                for m in 0..4 {
-                    r[m] = a[m] + b[m] + cc[m] + d[m];
-                }
-            }
-            WALL => {
-                let (a, b, d) = (ls[0].d_ds(), ls[1].d_ds(), ls[3].d_dn());
-                for m in 0..4 {
-                    r[m] = 2.0 * (a[m] + b[m] + d[m]);
-                }
-            }
-            _ => {
-                let (a, b, cc) = (ls[0].d_ds(), ls[1].d_ds(), ls[2].d_dn());
-                for m in 0..4 {
-                    r[m] = a[m] + b[m] + cc[m];
-                }
-            }
-        }
-        r
+        stencil_sum(c.flag[i], &ls)
+    }
+
+    /// The edge from point i to neighbour kk in the frame of i.
+    #[inline(always)]
+    fn edge(&self, i: usize, kk: usize) -> Edge {
+        let c = self.c;
+        let (nx, ny, flag) = (c.nx[i], c.ny[i], c.flag[i]);
+        let dx = c.x[kk] - c.x[i];
+        let dy = c.y[kk] - c.y[i];
+        let ds = dx * ny - dy * nx;
+        let dn = dx * nx + dy * ny;
+        let member = [
+            ds <= 0.0,
+            ds >= 0.0,
+            match flag {
+                INTERIOR => dn <= 0.0,
+                WALL => false,
+                _ => true,
+            },
+            match flag {
+                INTERIOR => dn >= 0.0,
+                WALL => true,
+                _ => false,
+            },
+        ];
+        Edge { dx, dy, ds, dn, w: k::ls_weight(dx, dy, self.set.power), member }
     }
 
     /// Flux residual of point i stencil by stencil (reference form of [`FluxInput::residual`]).
@@ -317,7 +306,71 @@ impl FluxInput<'_> {
     }
 }
 
-/// Edges whose end states [`FluxInput::residual_in`] computes together.
+/// The fluxes of a point's four split stencils (+t, -t, +n, -n), by point type.
+#[inline(always)]
+fn stencil_kinds(flag: u8) -> [FluxKind; 4] {
+    match flag {
+        INTERIOR => [FluxKind::GxPos, FluxKind::GxNeg, FluxKind::GyPos, FluxKind::GyNeg],
+        WALL => [FluxKind::GxII, FluxKind::GxI, FluxKind::GyPos, FluxKind::GyNeg],
+        _ => [FluxKind::GxIII, FluxKind::GxIV, FluxKind::GyPos, FluxKind::GyNeg],
+    }
+}
+
+/// The residual from the least-squares sums of the four stencils.
+#[inline(always)]
+fn stencil_sum(flag: u8, ls: &[LsSums<4>; 4]) -> V4 {
+    let mut r = [0.0; 4];
+    match flag {
+        INTERIOR => {
+            let (a, b, cc, d) = (ls[0].d_ds(), ls[1].d_ds(), ls[2].d_dn(), ls[3].d_dn());
+            for m in 0..4 {
+                r[m] = a[m] + b[m] + cc[m] + d[m];
+            }
+        }
+        WALL => {
+            let (a, b, d) = (ls[0].d_ds(), ls[1].d_ds(), ls[3].d_dn());
+            for m in 0..4 {
+                r[m] = 2.0 * (a[m] + b[m] + d[m]);
+            }
+        }
+        _ => {
+            let (a, b, cc) = (ls[0].d_ds(), ls[1].d_ds(), ls[2].d_dn());
+            for m in 0..4 {
+                r[m] = a[m] + b[m] + cc[m];
+            }
+        }
+    }
+    r
+}
+
+/// An edge of a point: offsets (dx, dy) and (ds, dn) in its frame, least-squares weight, and
+/// the stencils it is in.
+struct Edge {
+    dx: f64,
+    dy: f64,
+    ds: f64,
+    dn: f64,
+    w: f64,
+    member: [bool; 4],
+}
+
+impl Edge {
+    /// Adds the flux differences of the edge (kinetic states `ki` at the point, `kk` at the
+    /// neighbour) to the sums of the stencils it is in.
+    #[inline(always)]
+    fn accumulate(&self, ls: &mut [LsSums<4>; 4], kinds: &[FluxKind; 4], ki: &Kinetic, kk: &Kinetic) {
+        for m in 0..4 {
+            if self.member[m] {
+                let gi = k::flux_of(kinds[m], ki);
+                let gk = k::flux_of(kinds[m], kk);
+                let df = [gk[0] - gi[0], gk[1] - gi[1], gk[2] - gi[2], gk[3] - gi[3]];
+                ls[m].add(self.ds, self.dn, self.w, &df);
+            }
+        }
+    }
+}
+
+/// Edges whose end states [`FluxInput::residual_fast`] computes together.
 pub const BATCH: usize = 16;
 
 /// The two ends of up to [`BATCH`] edges: reconstructed q in, kinetic states out, one array per
@@ -341,18 +394,20 @@ impl Ends {
         }
     }
 
-    /// The kinetic states of lanes `0..n` in the frame (nx, ny); lanes up to a multiple of
-    /// `M::LANES` repeat lane 0, so that no lane is left to a scalar remainder loop.
+    /// The kinetic states of lanes `0..n` in the frame (nx, ny) with the fast functions; lanes
+    /// up to a multiple of 8 (an AVX-512 vector) repeat lane 0, so that no lane is left to a
+    /// scalar remainder loop.
     #[inline(always)]
-    fn kinetic<M: MathLib>(&mut self, n: usize, nx: f64, ny: f64) {
-        let padded = n.next_multiple_of(M::LANES).min(2 * BATCH);
+    fn kinetic(&mut self, n: usize, nx: f64, ny: f64) {
+        let padded = n.next_multiple_of(8).min(2 * BATCH);
         for row in &mut self.q {
             let first = row[0];
             row[n..padded].fill(first);
         }
         let (q, out) = (&self.q, &mut self.k);
         for j in 0..padded {
-            let s = k::kinetic_in::<M>(k::prim_of_q_in::<M>([q[0][j], q[1][j], q[2][j], q[3][j]]), nx, ny, true, true);
+            let w = k::prim_of_q_in::<k::Fast>([q[0][j], q[1][j], q[2][j], q[3][j]]);
+            let s = k::kinetic_in::<k::Fast>(w, nx, ny, true, true);
             let v = [s.rho, s.ut, s.un, s.pr, s.t, s.at_p, s.at_m, s.an_p, s.an_m, s.bt, s.bn, s.h, s.eb];
             for (o, x) in out.iter_mut().zip(v) {
                 o[j] = x;
@@ -381,46 +436,48 @@ impl Ends {
     }
 }
 
-/// Points per task of the flux residual (one scratch [`Ends`] each).
+/// Points per task of the fast flux residual (one scratch [`Ends`] each).
 const CHUNK: usize = 256;
 
 /// The flux residual of every point into `res`, with the functions `math` says; `fast` runs
 /// the build for the widest [`Simd`] level the CPU has.
 pub fn residuals(fi: &FluxInput, math: Math, res: &mut [V4]) {
+    if math == Math::Exact {
+        return res.par_iter_mut().enumerate().for_each(|(i, r)| *r = fi.residual(i));
+    }
     res.par_chunks_mut(CHUNK).enumerate().for_each(|(b, out)| {
         let first = b * CHUNK;
-        match (math, Simd::detect()) {
-            (Math::Exact, _) => residuals_in::<k::Exact>(fi, first, out),
+        match Simd::detect() {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: the CPU has AVX-512F (detected).
-            (Math::Fast, Simd::Avx512) => unsafe { residuals_fast_avx512(fi, first, out) },
+            Simd::Avx512 => unsafe { residuals_fast_avx512(fi, first, out) },
             #[cfg(target_arch = "x86_64")]
             // SAFETY: the CPU has AVX2 (detected).
-            (Math::Fast, Simd::Avx2) => unsafe { residuals_fast_avx2(fi, first, out) },
-            (Math::Fast, _) => residuals_in::<k::Fast>(fi, first, out),
+            Simd::Avx2 => unsafe { residuals_fast_avx2(fi, first, out) },
+            _ => residuals_fast(fi, first, out),
         }
     });
 }
 
-/// Residuals of points `first..first + out.len()`.
+/// Fast residuals of points `first..first + out.len()`.
 #[inline(always)]
-fn residuals_in<M: MathLib>(fi: &FluxInput, first: usize, out: &mut [V4]) {
+fn residuals_fast(fi: &FluxInput, first: usize, out: &mut [V4]) {
     let mut ends = Ends::default();
     for (j, r) in out.iter_mut().enumerate() {
-        *r = fi.residual_in::<M>(first + j, &mut ends);
+        *r = fi.residual_fast(first + j, &mut ends);
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 unsafe fn residuals_fast_avx512(fi: &FluxInput, first: usize, out: &mut [V4]) {
-    residuals_in::<k::Fast>(fi, first, out)
+    residuals_fast(fi, first, out)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn residuals_fast_avx2(fi: &FluxInput, first: usize, out: &mut [V4]) {
-    residuals_in::<k::Fast>(fi, first, out)
+    residuals_fast(fi, first, out)
 }
 
 /// State update of one point for a Runge-Kutta stage (spec 9.3, 9.4) with the point's local
@@ -765,7 +822,7 @@ mod tests {
         let (mut exact, mut fast, mut plain) = (zero.clone(), zero.clone(), zero);
         residuals(&fi, Math::Exact, &mut exact);
         residuals(&fi, Math::Fast, &mut fast);
-        residuals_in::<k::Fast>(&fi, 0, &mut plain);
+        residuals_fast(&fi, 0, &mut plain);
         let bits = |v: &[V4]| v.iter().flatten().map(|x| x.to_bits()).collect::<Vec<_>>();
         assert_eq!(bits(&fast), bits(&plain), "{:?}", Simd::detect());
         #[cfg(target_arch = "x86_64")]

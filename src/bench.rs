@@ -56,6 +56,9 @@ pub fn bench(o: &BenchOptions) -> Result<serde_json::Value> {
     if o.renumber.is_some() && o.name != "lskum" {
         return input("--renumber belongs to sim bench lskum");
     }
+    if o.cpu.math == crate::cpu::Math::Fast && (o.name != "lskum" || o.backend == Backend::Cuda) {
+        return input("--math fast belongs to sim bench lskum on the CPU (--backend cpu)");
+    }
     if o.power && (o.backend != Backend::Cuda || tridiag || o.name == "copy") {
         return input("--power samples the GPU's power with nvidia-smi: a solver with --backend cuda");
     }
@@ -199,7 +202,7 @@ fn kernel_figures(s: &mut dyn Solver, o: &BenchOptions, device: &Device, copy_bw
         k["rdp_s"] = (t / n).into();
         // The order the points were held in, and each phase's share of the time.
         let report = s.report();
-        for key in ["renumber", "phase_shares"] {
+        for key in ["renumber", "math", "simd", "phase_shares"] {
             if let Some(r) = report.get(key) {
                 k[key] = r.clone();
             }
@@ -408,6 +411,10 @@ pub fn text(v: &serde_json::Value) -> String {
         }
         if let Some(rdp) = k["rdp_s"].as_f64() {
             let order = k["renumber"].as_str().map(|r| format!(", points in {r} order")).unwrap_or_default();
+            let order = match (k["math"].as_str(), k["simd"].as_str()) {
+                (Some(math), Some(simd)) => format!("{order}, math {math}, SIMD {simd}"),
+                _ => order,
+            };
             s += &format!("  RDP = {rdp:.4e} s (seconds per iteration and point{order})\n");
             if let Some(shares) = k["phase_shares"].as_array() {
                 let list: Vec<String> =

@@ -14,6 +14,65 @@ pub struct CpuOptions {
     /// number of steps.
     #[serde(default)]
     pub temporal_block: TemporalBlock,
+    /// Transcendental functions of the lskum fluxes: `exact` (default) or `fast`. The CUDA
+    /// back end ignores it (its kernels keep the device's functions).
+    #[serde(default)]
+    pub math: Math,
+}
+
+/// `cpu.math`: how the lskum flux residual evaluates exp, ln and erf.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Math {
+    /// std and libm, one edge end at a time: the reference bits.
+    #[default]
+    Exact,
+    /// Branch-free versions within 1 ulp of them ([`crate::numerics::fast_math`]), a batch of
+    /// edge ends at a time in AVX-512 or AVX2 where the CPU has it ([`Simd::detect`]). The
+    /// results no longer equal `exact`'s bit for bit, but do not depend on the SIMD level.
+    Fast,
+}
+
+impl Math {
+    pub fn name(self) -> &'static str {
+        match self {
+            Math::Exact => "exact",
+            Math::Fast => "fast",
+        }
+    }
+}
+
+/// The widest vector instructions the CPU offers of those the kernels are built for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Simd {
+    Avx512,
+    Avx2,
+    /// The portable build (SSE2 on x86-64).
+    None,
+}
+
+impl Simd {
+    /// What this CPU has (the run-time check the dispatching kernels make).
+    pub fn detect() -> Simd {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                return Simd::Avx512;
+            }
+            if std::arch::is_x86_feature_detected!("avx2") {
+                return Simd::Avx2;
+            }
+        }
+        Simd::None
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Simd::Avx512 => "avx512",
+            Simd::Avx2 => "avx2",
+            Simd::None => "none",
+        }
+    }
 }
 
 /// `cpu.temporal_block`.
@@ -167,7 +226,17 @@ mod tests {
         assert!(serde_saphyr::from_str::<CpuOptions>("temporal_block: fast").is_err());
         assert!(serde_saphyr::from_str::<CpuOptions>("temporal_block: -2").is_err());
         let zero: CpuOptions = serde_saphyr::from_str("temporal_block: 0").unwrap();
+        assert_eq!(zero.math, Math::Exact);
         assert!(zero.validate().unwrap_err().to_string().contains("cpu.temporal_block"));
+    }
+
+    #[test]
+    fn math_reads_exact_and_fast() {
+        for (text, want) in [("exact", Math::Exact), ("fast", Math::Fast)] {
+            let o: CpuOptions = serde_saphyr::from_str(&format!("math: {text}")).unwrap();
+            assert_eq!((o.math, o.math.name()), (want, text));
+        }
+        assert!(serde_saphyr::from_str::<CpuOptions>("math: bogus").is_err());
     }
 
     #[test]

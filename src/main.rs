@@ -152,6 +152,10 @@ enum Command {
         /// lskum: the order the solver holds the points in (default rcm).
         #[arg(long, value_enum)]
         renumber: Option<sim::solvers::lskum::Renumber>,
+        /// lskum on the CPU: exp, ln and erf of the flux residual exact (libm) or fast
+        /// (within 1 ulp, vectorised).
+        #[arg(long, value_enum, default_value_t = sim::cpu::Math::Exact)]
+        math: sim::cpu::Math,
     },
 }
 
@@ -222,6 +226,7 @@ fn main() -> ExitCode {
             batch,
             solver,
             renumber,
+            math,
             power,
         } => {
             let backend = match backend {
@@ -232,7 +237,7 @@ fn main() -> ExitCode {
             match block.as_deref() {
                 None | Some([_, _]) => {
                     let gpu = GpuOptions { variant, block: block.map(|b| [b[0], b[1]]), fast_math: false, flux };
-                    let cpu = sim::cpu::CpuOptions { temporal_block };
+                    let cpu = sim::cpu::CpuOptions { temporal_block, math };
                     let o = BenchOptions {
                         backend, gpu, cpu, name, size, scheme, precision, threads, seconds, batch, solver, renumber, power,
                     };

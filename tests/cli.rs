@@ -55,6 +55,7 @@ fn bad_case_files_are_rejected_with_the_key_named() {
         ("keep_zero", format!("name: h\n{g}{t}checkpoint: {{keep: 0}}\n"), vec!["checkpoint.keep"]),
         ("check_every_zero", format!("name: h\n{g}{t}guard: {{check_every: 0}}\n"), vec!["guard.check_every"]),
         ("bad_precision", format!("name: h\n{g}{t}precision: f16\n"), vec!["precision", "f16"]),
+        ("bad_math", format!("name: h\n{g}{t}cpu: {{math: bogus}}\n"), vec!["cpu.math", "bogus"]),
         ("bad_name", format!("name: ../h\n{g}{t}"), vec!["name:"]),
         ("syntax_error", format!("name: h\n{g}time: {{end_step: 2\n"), vec!["line"]),
         ("duplicate_key", format!("name: h\n{g}{t}name: k\n"), vec!["duplicate"]),

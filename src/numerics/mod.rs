@@ -2,6 +2,7 @@
 //! [`tridiag`] tridiagonal solvers (Thomas, truncated SPIKE), [`temporal`] blocking of explicit
 //! stencil steps.
 
+pub mod fast_math;
 pub mod rk;
 pub mod temporal;
 pub mod tridiag;

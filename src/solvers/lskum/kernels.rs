@@ -41,14 +41,65 @@ pub fn q_of_prim(w: V4) -> V4 {
     ]
 }
 
+/// The transcendental functions of the fluxes: [`Exact`] (the reference bits) or [`Fast`]
+/// (`cpu.math: fast`).
+pub trait MathLib {
+    fn exp(x: f64) -> f64;
+    fn ln(x: f64) -> f64;
+    fn erf(x: f64) -> f64;
+}
+
+/// `std`'s exp and ln and [`erf`] (libm).
+pub struct Exact;
+
+/// The branch-free functions of [`crate::numerics::fast_math`] (within 1 ulp of `Exact`'s),
+/// which loops over edge ends vectorise.
+pub struct Fast;
+
+impl MathLib for Exact {
+    #[inline(always)]
+    fn exp(x: f64) -> f64 {
+        x.exp()
+    }
+    #[inline(always)]
+    fn ln(x: f64) -> f64 {
+        x.ln()
+    }
+    #[inline(always)]
+    fn erf(x: f64) -> f64 {
+        erf(x)
+    }
+}
+
+impl MathLib for Fast {
+    #[inline(always)]
+    fn exp(x: f64) -> f64 {
+        crate::numerics::fast_math::exp(x)
+    }
+    #[inline(always)]
+    fn ln(x: f64) -> f64 {
+        crate::numerics::fast_math::ln(x)
+    }
+    #[inline(always)]
+    fn erf(x: f64) -> f64 {
+        crate::numerics::fast_math::erf(x)
+    }
+}
+
 /// Inverse of [`q_of_prim`].
 #[inline]
 pub fn prim_of_q(q: V4) -> V4 {
+    prim_of_q_in::<Exact>(q)
+}
+
+/// [`prim_of_q`] with the functions of `M`.
+#[inline(always)]
+pub fn prim_of_q_in<M: MathLib>(q: V4) -> V4 {
     let beta = -0.5 * q[3];
     let tau = 0.5 / beta;
     let u = q[1] * tau;
     let v = q[2] * tau;
-    let rho = (q[0] + beta * (u * u + v * v) - beta.ln() * INV_GM1).exp();
+    let rho = M::exp(q[0] + beta * (u * u + v * v) - M::ln(beta) * INV_GM1);
     [rho, u, v, rho * tau]
 }
 
@@ -80,6 +131,12 @@ pub fn kinetic(w: V4, nx: f64, ny: f64) -> Kinetic {
 /// and/or n (`along_n`); the others are left 0.
 #[inline]
 pub fn kinetic_part(w: V4, nx: f64, ny: f64, along_t: bool, along_n: bool) -> Kinetic {
+    kinetic_in::<Exact>(w, nx, ny, along_t, along_n)
+}
+
+/// [`kinetic_part`] with the functions of `M`.
+#[inline(always)]
+pub fn kinetic_in<M: MathLib>(w: V4, nx: f64, ny: f64, along_t: bool, along_n: bool) -> Kinetic {
     let [rho, u, v, pr] = w;
     let ut = u * ny - v * nx;
     let un = u * nx + v * ny;
@@ -88,8 +145,8 @@ pub fn kinetic_part(w: V4, nx: f64, ny: f64, along_t: bool, along_n: bool) -> Ki
     let st = ut * sqrt_beta;
     let sn = un * sqrt_beta;
     let sqrt_pi_beta = (std::f64::consts::PI * beta).sqrt();
-    let (erf_t, bt) = if along_t { (erf(st), (-st * st).exp() / (2.0 * sqrt_pi_beta)) } else { (0.0, 0.0) };
-    let (erf_n, bn) = if along_n { (erf(sn), (-sn * sn).exp() / (2.0 * sqrt_pi_beta)) } else { (0.0, 0.0) };
+    let (erf_t, bt) = if along_t { (M::erf(st), M::exp(-st * st) / (2.0 * sqrt_pi_beta)) } else { (0.0, 0.0) };
+    let (erf_n, bn) = if along_n { (M::erf(sn), M::exp(-sn * sn) / (2.0 * sqrt_pi_beta)) } else { (0.0, 0.0) };
     let t = pr / rho;
     let u2 = ut * ut + un * un;
     Kinetic {
@@ -188,7 +245,7 @@ impl FluxKind {
 /// The flux `kind` from a kinetic state that has at least its [`FluxKind::directions`]: the
 /// terms of each direction are computed the same way whichever others are, so one state can
 /// serve several kinds with the bits of [`flux`].
-#[inline]
+#[inline(always)]
 pub fn flux_of(kind: FluxKind, k: &Kinetic) -> V4 {
     match kind {
         FluxKind::GxPos => gx_split(k, 1.0),

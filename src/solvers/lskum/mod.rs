@@ -181,6 +181,7 @@ impl LskumParams {
                 TimeScheme::First => Scheme::ForwardEuler,
             },
             winf: kernels::free_stream(self.mach, self.aoa),
+            math: crate::cpu::Math::Exact,
         }
     }
 }
@@ -251,6 +252,9 @@ impl Lskum {
 
     /// The solver moved to `device` (CUDA: the cloud and the state uploaded).
     pub fn on(mut self, device: &Device) -> Result<Self> {
+        if let Device::Cpu(o) = device {
+            self.set.math = o.math;
+        }
         if let Device::Cuda(gpu, o) = device {
             self.dev = Some(cuda::LskumCuda::new(gpu, o, &self.cloud, &self.st.prim, &self.set)?);
             // The host keeps the state's copy only, not the CPU scheme's scratch.
@@ -616,6 +620,15 @@ impl Solver for Lskum {
         m.insert("points".into(), self.cloud.len().into());
         m.insert("rdp_s".into(), self.rdp().into());
         m.insert("renumber".into(), self.params.renumber.name().into());
+        if self.dev.is_none() {
+            // The path the flux residual took (`cpu.math`; CUDA uses the device's functions).
+            let simd = match self.set.math {
+                crate::cpu::Math::Exact => crate::cpu::Simd::None,
+                crate::cpu::Math::Fast => crate::cpu::Simd::detect(),
+            };
+            m.insert("math".into(), self.set.math.name().into());
+            m.insert("simd".into(), simd.name().into());
+        }
         let timed: f64 = self.phases.phases().iter().map(|p| p.1).sum();
         if timed > 0.0 {
             // In the order of an iteration: [[phase, share], ...].

@@ -683,6 +683,20 @@ pub fn coefficients(c: &Cloud, prim: &[V4], mach: f64, aoa_deg: f64, which: Forc
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Venkatakrishnan limiting, SSP(4,3), CFL 0.5, exact math.
+    fn settings(inner_iterations: u32, vl_const: f64, power: f64, winf: V4) -> Settings {
+        Settings {
+            cfl: 0.5,
+            inner_iterations,
+            vl_const,
+            power,
+            reconstruct: Reconstruct::Venkat,
+            scheme: Scheme::Ssp43,
+            winf,
+            math: Math::Exact,
+        }
+    }
     use crate::solvers::lskum::{LskumParams, TimeScheme};
 
     /// A jittered n x n grid with 3x3-block neighbours, all points interior.
@@ -727,16 +741,7 @@ mod tests {
         let c = jittered(12, &mut seed);
         let (a, b) = ([0.3, -1.2, 0.5, 2.0], [-0.7, 0.4, 1.1, -0.2]);
         for (power, inner) in [(0.0, 0), (0.0, 3), (-2.0, 3)] {
-            let set = Settings {
-                cfl: 0.5,
-                inner_iterations: inner,
-                vl_const: 50.0,
-                power,
-                reconstruct: Reconstruct::Venkat,
-                scheme: Scheme::Ssp43,
-                winf: k::free_stream(0.5, 0.0),
-                math: Math::Exact,
-            };
+            let set = settings(inner, 50.0, power, k::free_stream(0.5, 0.0));
             let mut s = State::new(c.len(), set.winf);
             for i in 0..c.len() {
                 for r in 0..4 {
@@ -767,16 +772,7 @@ mod tests {
             c.ny[i] = 1.0;
         }
         c.build_stencils();
-        let set = Settings {
-            cfl: 0.5,
-            inner_iterations: 2,
-            vl_const: 5.0,
-            power: 0.0,
-            reconstruct: Reconstruct::Venkat,
-            scheme: Scheme::Ssp43,
-            winf: k::free_stream(0.63, 2.0),
-            math: Math::Exact,
-        };
+        let set = settings(2, 5.0, 0.0, k::free_stream(0.63, 2.0));
         let mut s = State::new(c.len(), set.winf);
         for i in 0..c.len() {
             let w = [1.0 + 0.1 * c.x[i], 0.6 - 0.2 * c.y[i] * c.x[i], 0.05 * c.x[i], 0.7 + 0.05 * c.y[i]];
@@ -800,16 +796,7 @@ mod tests {
             (c.flag[i], c.flag[72 + i]) = (WALL, OUTER);
         }
         c.build_stencils();
-        let set = Settings {
-            cfl: 0.5,
-            inner_iterations: 2,
-            vl_const: 5.0,
-            power: 0.0,
-            reconstruct: Reconstruct::Venkat,
-            scheme: Scheme::Ssp43,
-            winf: k::free_stream(0.63, 2.0),
-            math: Math::Exact,
-        };
+        let set = settings(2, 5.0, 0.0, k::free_stream(0.63, 2.0));
         let mut s = State::new(c.len(), set.winf);
         for i in 0..c.len() {
             // strong gradients, Mach up to about 2 (|s| of the fluxes up to about 2)
@@ -884,16 +871,7 @@ mod tests {
     fn uniform_free_stream_has_zero_residual() {
         let mut seed = 11u64;
         let c = jittered(8, &mut seed);
-        let set = Settings {
-            cfl: 0.5,
-            inner_iterations: 3,
-            vl_const: 50.0,
-            power: 0.0,
-            reconstruct: Reconstruct::Venkat,
-            scheme: Scheme::Ssp43,
-            winf: k::free_stream(0.63, 2.0),
-            math: Math::Exact,
-        };
+        let set = settings(3, 50.0, 0.0, k::free_stream(0.63, 2.0));
         let mut s = State::new(c.len(), set.winf);
         s.q.iter_mut().for_each(|q| *q = k::q_of_prim(set.winf));
         q_derivatives(&c, &mut s, &set);

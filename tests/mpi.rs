@@ -143,3 +143,36 @@ fn bad_input_stops_every_rank_with_one_message() {
     assert!(!dir.join("out").exists());
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// A non-finite value that spreads from one node: the decomposed run stops at the same guard
+/// step as the serial run and names the same global node (the first in the serial scan order
+/// over all ranks), with exit code 1 and one message.
+#[test]
+fn the_guard_names_the_serial_runs_node() {
+    let dir = scratch("mpi_guard");
+    write(&dir, "case.yaml", &heat2d("f64", ""));
+    ok(sim(&dir, &["run", "case.yaml", "--quiet", "--overwrite", "--out", "a", "--steps", "5"]));
+    let last = sim::io::checkpoint::list(&dir.join("a")).pop().unwrap().1;
+    let (meta, mut arrays) = sim::io::checkpoint::read(&last).unwrap();
+    let mut t = arrays[0].values.to_f64();
+    // Node (40, 45) of the 61 x 61 grid: on a rank other than 0 in both runs (1 x 2, 2 x 2).
+    t[45 * 61 + 40] = f64::NAN;
+    arrays[0].values = sim::real::Values::F64(t);
+    std::fs::create_dir_all(dir.join("nan")).unwrap();
+    let grid = sim::solver::Grid { n: [61, 61], origin: [-1.0, -1.0], spacing: [2.0 / 60.0; 2] };
+    let mesh = sim::solver::Mesh::Nodes(grid);
+    sim::io::checkpoint::write(&dir.join("nan/checkpoint_00000005.h5"), &meta, &arrays, &mesh).unwrap();
+    let serial = sim(&dir, &["run", "--restart", "nan/checkpoint_00000005.h5", "--out", "s", "--quiet"]);
+    let err = stderr(&serial);
+    assert_eq!(serial.status.code(), Some(1), "{err}");
+    let what = err.trim_start_matches("error: ").split(';').next().unwrap().to_string();
+    assert!(what.contains("at node (") && what.contains("at step 7"), "{err}");
+    for np in [2, 4] {
+        let o = mpirun(&dir, np, &["run", "--restart", "nan/checkpoint_00000005.h5", "--out", "p", "--quiet"]);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{np} ranks: {e}");
+        assert_eq!(e.matches("error:").count(), 1, "{np} ranks: {e}");
+        assert!(e.contains(&what), "{np} ranks: {e}\nserial: {err}");
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -138,6 +138,12 @@ pub fn process_grid(size: usize, n: [usize; 2], requested: Option<[usize; 2]>, m
         })
 }
 
+/// The place of `rank` on the process grid `dims`: ranks are numbered with y fastest, as
+/// `MPI_Cart_create` numbers them.
+pub fn coords_of(dims: [usize; 2], rank: usize) -> [usize; 2] {
+    [rank / dims[1], rank % dims[1]]
+}
+
 /// This rank's block of a grid of `n` nodes (or cells) on the process grid of `comm`, with a
 /// ghost layer of `ghost` entries on each side that has a neighbour.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -169,6 +175,13 @@ impl Block {
         Block { owned, first, stored, ghosts }
     }
 
+    /// The block of `rank` on a process grid `dims` that does not wrap around.
+    pub fn of_rank(dims: [usize; 2], rank: usize, n: [usize; 2], ghost: usize) -> Block {
+        let coords = coords_of(dims, rank);
+        let beside = [0, 1].map(|a| [coords[a] > 0, coords[a] + 1 < dims[a]]);
+        Block::at(dims, coords, beside, n, ghost)
+    }
+
     /// The owned entries of a stored array (`stored` x, row-major), row by row.
     pub fn owned_of<T: Copy>(&self, v: &[T]) -> Vec<T> {
         let [w, s] = [self.ghosts[0], self.ghosts[2]];
@@ -176,6 +189,34 @@ impl Block {
         (0..self.owned[1].len())
             .flat_map(|j| v[(s + j) * nx + w..(s + j) * nx + w + self.owned[0].len()].iter().copied())
             .collect()
+    }
+
+    /// The stored block (ghosts included) of `whole`, a row-major array of `n` entries.
+    pub fn cut<T: Copy>(&self, whole: &[T], n: [usize; 2]) -> Vec<T> {
+        let [x0, y0] = self.first;
+        let at = |k: usize, first: isize| (first + k as isize) as usize;
+        (0..self.stored[1])
+            .flat_map(|j| (0..self.stored[0]).map(move |i| whole[at(j, y0) * n[0] + at(i, x0)]))
+            .collect()
+    }
+
+    /// The whole array of `n` entries on rank 0, gathered from every rank's owned entries of
+    /// its stored array `v` (None on the other ranks). Collective.
+    pub fn gather_whole<T: Real>(&self, comm: &dyn Comm, v: &[T], n: [usize; 2]) -> Option<Vec<T>> {
+        let mine: Vec<f64> = self.owned_of(v).iter().map(|x| x.f64()).collect();
+        let parts = comm.gather(&mine);
+        if comm.rank() != 0 {
+            return None;
+        }
+        let (dims, mut whole) = (comm.dims(), vec![T::zero(); n[0] * n[1]]);
+        for (rank, values) in parts.iter().enumerate() {
+            let [xs, ys] = [0, 1].map(|a| split(n[a], dims[a], coords_of(dims, rank)[a]));
+            let at = ys.flat_map(|gy| xs.clone().map(move |gx| gy * n[0] + gx));
+            for (k, v) in at.zip(values) {
+                whole[k] = T::of(*v);
+            }
+        }
+        Some(whole)
     }
 
     /// Fill the ghost layers of `v` (stored dims, row-major) from the neighbours: first the

@@ -156,13 +156,9 @@ impl<T: Real> Solver for Heat2dPart<T> {
             origin: [g.origin[0] + xs.start as f64 * g.spacing[0], g.origin[1] + ys.start as f64 * g.spacing[1]],
             spacing: g.spacing,
         };
-        let dims = self.comm.dims();
         let extents = (0..self.comm.size())
             .map(|rank| {
-                // Ranks are numbered with y fastest on the process grid (MPI_Cart_create).
-                let coords = [rank / dims[1], rank % dims[1]];
-                let beside = [0, 1].map(|a| [coords[a] > 0, coords[a] + 1 < dims[a]]);
-                let [x, y] = self.piece_range(&Block::at(dims, coords, beside, g.n, 1));
+                let [x, y] = self.piece_range(&Block::of_rank(self.comm.dims(), rank, g.n, 1));
                 [x.start, x.end - 1, y.start, y.end - 1]
             })
             .collect();
@@ -192,23 +188,8 @@ impl<T: Real> Solver for Heat2dPart<T> {
 
     /// On rank 0 the whole field, gathered in the serial layout; nothing on the others.
     fn state(&self) -> Vec<StateArray> {
-        let mine: Vec<f64> = self.owned().map(|(_, v)| v.f64()).collect();
-        let parts = self.comm.gather(&mine);
-        if self.comm.rank() != 0 {
-            return Vec::new();
-        }
-        let n = self.setup.grid.n;
-        let mut whole = vec![T::zero(); n[0] * n[1]];
-        let dims = self.comm.dims();
-        for (rank, values) in parts.iter().enumerate() {
-            let coords = [rank / dims[1], rank % dims[1]];
-            let [xs, ys] = [0, 1].map(|a| crate::parallel::split(n[a], dims[a], coords[a]));
-            let cells = ys.flat_map(|gy| xs.clone().map(move |gx| gy * n[0] + gx));
-            for (k, v) in cells.zip(values) {
-                whole[k] = T::of(*v);
-            }
-        }
-        vec![StateArray::field("T", Place::NODE, &self.mesh(), T::wrap(whole))]
+        let whole = self.block.gather_whole(self.comm.as_ref(), &self.temp, self.setup.grid.n);
+        whole.map_or(Vec::new(), |t| vec![StateArray::field("T", Place::NODE, &self.mesh(), T::wrap(t))])
     }
 
     fn state_layout(&self) -> Vec<ArraySpec> {
@@ -220,13 +201,7 @@ impl<T: Real> Solver for Heat2dPart<T> {
     fn restore(&mut self, step: u64, time: f64, mut arrays: Vec<StateArray>) -> Result<()> {
         let n = self.setup.grid.n;
         let whole = take_array::<T>(&mut arrays, "T", &[n[1], n[0]])?;
-        let [nx, ny] = self.block.stored;
-        for j in 0..ny {
-            for i in 0..nx {
-                let [gx, gy] = [self.block.first[0] + i as isize, self.block.first[1] + j as isize];
-                self.temp[j * nx + i] = whole[gy as usize * n[0] + gx as usize];
-            }
-        }
+        self.temp = self.block.cut(&whole, n);
         self.step = step;
         self.time = time;
         Ok(())

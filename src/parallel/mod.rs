@@ -175,6 +175,11 @@ impl Block {
         Block { owned, first, stored, ghosts }
     }
 
+    /// The whole grid of `n` entries as one block (a run without MPI).
+    pub fn whole(n: [usize; 2]) -> Block {
+        Block::at([1, 1], [0, 0], [[false; 2]; 2], n, 0)
+    }
+
     /// The block of `rank` on a process grid `dims` that does not wrap around.
     pub fn of_rank(dims: [usize; 2], rank: usize, n: [usize; 2], ghost: usize) -> Block {
         let coords = coords_of(dims, rank);

@@ -224,7 +224,8 @@ pub fn build_on(case: &Case, precision: Precision, device: &Device) -> Result<Bo
 
 /// Build this rank's part of the solver of `case` split over the ranks `procs` of a run under
 /// MPI (the process grid from `parallel.ranks` or chosen), at its initial condition. So far
-/// explicit heat2d on the CPU runs on several ranks; the others are refused.
+/// explicit heat2d and the finite-volume shallow-water schemes on the CPU run on several ranks;
+/// the others are refused.
 pub fn build_parallel(
     case: &Case,
     precision: Precision,
@@ -239,9 +240,24 @@ pub fn build_parallel(
             let comm = procs.grid(dims, [false, false]);
             Ok((heat::part::build(setup, precision, comm.clone()), comm))
         }
+        (SolverCase::ShallowWater(p), Device::Cpu(_)) => {
+            check_memory(p.memory_estimate(precision) / procs.size())?;
+            let sides = p.sides();
+            // Blocks wide enough for the two ghost layers, and for a sponge with its inner row.
+            let sponge = [sides.north, sides.east, sides.south, sides.west]
+                .map(|s| if let shallow_water::grid::Side::Sponge { cells, .. } = s { cells + 1 } else { 0 });
+            let min = sponge.into_iter().fold(2, usize::max);
+            let dims = process_grid(procs.size(), [p.nx, p.ny], case.parallel.ranks, min)?;
+            // A periodic axis of one rank wraps within the block, by the boundary condition.
+            let periodic = [sides.periodic_x() && dims[0] > 1, sides.periodic_y() && dims[1] > 1];
+            let comm = procs.grid(dims, periodic);
+            let part = crate::in_precision!(precision, |T| shallow_water::ShallowWater::<T>::on_ranks(p, comm.clone()));
+            Ok((part?, comm))
+        }
         _ => input(format!(
             "solver {} with this method and back end does not run on several MPI ranks yet ({} ranks asked; \
-             heat2d with method explicit on the CPU does): run it with one rank",
+             heat2d with method explicit and shallow_water with schemes cdklm16 and kp07 on the CPU do): run it \
+             with one rank",
             case.solver.kind(),
             procs.size()
         )),

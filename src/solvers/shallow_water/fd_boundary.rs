@@ -185,12 +185,12 @@ pub(super) fn fill_eta<T: Real>(eta: &mut Field<T>, p: &Physics) {
     match p.sides.south {
         Side::Wall => copy_row(eta, 1, 0, 0..w),
         Side::Periodic => copy_row(eta, ny, 0, 1..nx + 1),
-        Side::Sponge { .. } => {}
+        Side::Sponge { .. } | Side::Neighbour => {}
     }
     match p.sides.north {
         Side::Wall => copy_row(eta, ny, ny + 1, 0..w),
         Side::Periodic => copy_row(eta, 1, ny + 1, 1..nx + 1),
-        Side::Sponge { .. } => {}
+        Side::Sponge { .. } | Side::Neighbour => {}
     }
     fill_columns(eta, p);
 }
@@ -203,12 +203,12 @@ fn fill_columns<T: Real>(f: &mut Field<T>, p: &Physics) {
         match west {
             Side::Wall => r[0] = r[1],
             Side::Periodic => r[0] = r[nx],
-            Side::Sponge { .. } => {}
+            Side::Sponge { .. } | Side::Neighbour => {}
         }
         match east {
             Side::Wall => r[nx + 1] = r[nx],
             Side::Periodic => r[nx + 1] = r[1],
-            Side::Sponge { .. } => {}
+            Side::Sponge { .. } | Side::Neighbour => {}
         }
     });
 }
@@ -224,7 +224,7 @@ pub(super) fn fill_v<T: Real>(v: &mut Field<T>, p: &Physics) {
             negate_row(v, 2, 0);
         }
         Side::Periodic => copy_row(v, ny, 0, 1..nx + 1),
-        Side::Sponge { .. } => {}
+        Side::Sponge { .. } | Side::Neighbour => {}
     }
     match p.sides.north {
         Side::Wall => {
@@ -235,7 +235,7 @@ pub(super) fn fill_v<T: Real>(v: &mut Field<T>, p: &Physics) {
             copy_row(v, 1, ny + 1, 1..nx + 1);
             copy_row(v, 2, ny + 2, 1..nx + 1);
         }
-        Side::Sponge { .. } => {}
+        Side::Sponge { .. } | Side::Neighbour => {}
     }
     fill_columns(v, p);
 }
@@ -253,12 +253,12 @@ pub(super) fn fill_u<T: Real>(u: &mut Field<T>, p: &Physics, fbl_corner_faces: b
     match p.sides.south {
         Side::Wall => copy_row(u, 1, 0, 0..w),
         Side::Periodic => copy_row(u, ny, 0, periodic_cols.clone()),
-        Side::Sponge { .. } => {}
+        Side::Sponge { .. } | Side::Neighbour => {}
     }
     match p.sides.north {
         Side::Wall => copy_row(u, ny, ny + 1, 0..w),
         Side::Periodic => copy_row(u, 1, ny + 1, periodic_cols),
-        Side::Sponge { .. } => {}
+        Side::Sponge { .. } | Side::Neighbour => {}
     }
     let (west, east) = (p.sides.west, p.sides.east);
     each_row(u, |r| {
@@ -268,7 +268,7 @@ pub(super) fn fill_u<T: Real>(u: &mut Field<T>, p: &Physics, fbl_corner_faces: b
                 r[1] = T::zero();
             }
             Side::Periodic => r[0] = r[nx],
-            Side::Sponge { .. } => {}
+            Side::Sponge { .. } | Side::Neighbour => {}
         }
         match east {
             Side::Wall => {
@@ -279,7 +279,7 @@ pub(super) fn fill_u<T: Real>(u: &mut Field<T>, p: &Physics, fbl_corner_faces: b
                 r[nx + 1] = r[1];
                 r[nx + 2] = r[2];
             }
-            Side::Sponge { .. } => {}
+            Side::Sponge { .. } | Side::Neighbour => {}
         }
     });
 }
@@ -409,6 +409,7 @@ pub(super) mod cases {
                 theta: 1.3,
                 gpu_ocean_compat: true,
                 sides,
+                part: None,
             }
         }
 
@@ -442,6 +443,7 @@ pub(super) mod cases {
             theta: 1.3,
             gpu_ocean_compat: true,
             sides: Sides::WALLS,
+            part: None,
         }
     }
 

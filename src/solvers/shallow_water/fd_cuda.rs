@@ -224,12 +224,12 @@ struct Fd<T> {
     failed: Option<SimError>,
 }
 
-/// The kind code of a side in kernels/shallow_water_fd.cuh.
+/// The kind code of a side in kernels/shallow_water_fd.cuh (2: ghosts left as they are).
 fn side_code(s: Side) -> i32 {
     match s {
         Side::Wall => 0,
         Side::Periodic => 1,
-        Side::Sponge { .. } => 2,
+        Side::Sponge { .. } | Side::Neighbour => 2,
     }
 }
 

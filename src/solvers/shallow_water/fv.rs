@@ -35,6 +35,7 @@ use crate::real::Real;
 use crate::solver::{Location, Place};
 
 use super::grid::{Field, Physics, Side};
+use super::part::Halo;
 use super::scheme::{Cells, Initial, Scheme};
 use super::sponge;
 
@@ -75,7 +76,7 @@ pub(super) struct Grid<T> {
     pub wind: [T; 2],
     /// Coriolis parameter at the cell centre of each stored row (`y = (l - 2 + ½) dy`).
     pub f: Vec<T>,
-    /// Depth at the corners (ghosts filled by [`fill_bathymetry_ghosts`]).
+    /// Depth at the corners (ghosts from [`bathymetry_source`]).
     pub bi: Field<T>,
     /// Depth at the cell centres, `¼ (Bi[j][i] + Bi[j+1][i] + Bi[j][i+1] + Bi[j+1][i+1])`.
     pub bm: Field<T>,
@@ -83,8 +84,8 @@ pub(super) struct Grid<T> {
 
 impl<T: Real> Grid<T> {
     fn new(p: &Physics, depth: &(dyn Fn(super::grid::At) -> f64 + Sync)) -> Self {
-        let mut bi = Field::sample(p, NODES, depth);
-        fill_bathymetry_ghosts(&mut bi, p);
+        let ([nx, ny], [px, py]) = p.whole();
+        let bi = Field::sample_at(p, NODES, |[k, l]| [bathymetry_source(k, nx, px), bathymetry_source(l, ny, py)], depth);
         let [w, h] = super::grid::stored_dims(p, CELLS);
         let mut bm = Field::zeros(w, h);
         for l in 0..h {
@@ -94,7 +95,8 @@ impl<T: Real> Grid<T> {
                 bm.set(l, k, T::of(0.25) * (a + b + c + d));
             }
         }
-        let f = (0..h).map(|l| T::of(p.coriolis((l as f64 - 2.0 + 0.5) * p.dy))).collect();
+        let oy = p.offset()[1];
+        let f = (0..h).map(|l| T::of(p.coriolis(((l + oy) as f64 - 2.0 + 0.5) * p.dy))).collect();
         Grid {
             nx: p.nx,
             ny: p.ny,
@@ -111,26 +113,22 @@ impl<T: Real> Grid<T> {
     }
 }
 
-/// Bathymetry ghost fill (spec §5.1), rows first, then columns: periodic copies where both
-/// sides of an axis are periodic, otherwise a mirror about the boundary intersections.
-pub(super) fn fill_bathymetry_ghosts<T: Real>(bi: &mut Field<T>, p: &Physics) {
-    let (nx, ny, w, h) = (p.nx, p.ny, bi.width, bi.height);
-    let pairs = |n: usize, periodic: bool| -> Vec<(usize, usize)> {
-        if periodic {
-            vec![(0, n), (1, n + 1), (n + 2, 2), (n + 3, 3), (n + 4, 4)]
-        } else {
-            vec![(0, 4), (1, 3), (n + 4, n), (n + 3, n + 1)]
-        }
+/// Bathymetry ghost fill (spec §5.1) as the corner node each stored corner node `s` (of `n`
+/// cells, periodic or not) takes its depth from: periodic copies, otherwise a mirror about the
+/// boundary intersections. GPU Ocean copies rows first, then columns, in this order, which
+/// amounts to sampling each node at the sources of its row and its column; a copy reads the
+/// latest value of its source, hence the chain.
+fn bathymetry_source(s: usize, n: usize, periodic: bool) -> usize {
+    let pairs = if periodic {
+        vec![(0, n), (1, n + 1), (n + 2, 2), (n + 3, 3), (n + 4, 4)]
+    } else {
+        vec![(0, 4), (1, 3), (n + 4, n), (n + 3, n + 1)]
     };
-    for (dst, src) in pairs(ny, p.sides.periodic_y()) {
-        bi.v.copy_within(src * w..(src + 1) * w, dst * w);
+    let mut s = s;
+    while let Some(&(_, src)) = pairs.iter().find(|(dst, _)| *dst == s) {
+        s = src;
     }
-    for (dst, src) in pairs(nx, p.sides.periodic_x()) {
-        for l in 0..h {
-            let x = bi.at(l, src);
-            bi.set(l, dst, x);
-        }
-    }
+    s
 }
 
 /// Ghost fill between stages (spec §5.4 and the wall mirror of §5.2): periodic north-south
@@ -190,6 +188,18 @@ pub(super) fn fill_ghosts<T: Real>(q: &mut Q<T>, p: &Physics) {
     }
 }
 
+/// The ghosts of `q`: from the neighbouring ranks first (which hold them as interior cells,
+/// up to date), then the boundary conditions of the domain's sides, which read the former
+/// (see [`super::part`]).
+fn exchange_and_fill<T: Real>(q: &mut Q<T>, p: &Physics, halo: Option<&Halo>) {
+    if let Some(halo) = halo {
+        for f in q.fields_mut() {
+            halo.exchange(f);
+        }
+    }
+    fill_ghosts(q, p);
+}
+
 /// The minmod limiter of three arguments (spec §5.2): `¼ s(a) (s(a) + s(b)) (s(b) + s(c))
 /// min(|a|, |b|, |c|)` with `s` the sign (`+0 -> +1`, `-0 -> -1`), i.e. zero unless all three
 /// have the same sign, then the smallest magnitude with that sign. Evaluated exactly as written
@@ -237,6 +247,8 @@ pub(super) struct Fv<T: Real, O> {
     dt: T,
     /// The initial fields, the exterior state of the sponges (only when there is a sponge).
     pub(super) exterior: Option<Q<T>>,
+    /// The ghost exchange with the neighbouring ranks of a decomposed run.
+    halo: Option<Halo>,
 }
 
 /// [`Operator::band`], in AVX-512F or AVX2 code where the CPU has it: the same operations
@@ -275,16 +287,23 @@ impl<T: Real, O: Operator<T>> Fv<T, O> {
     /// Sample η, hu, hv at the cell centres (ghosts included) and H at the corners, fill the
     /// bathymetry ghosts, compute Bm and fill the ghosts of the initial state.
     pub fn new(p: &Physics, init: &Initial, rk: rk::Scheme, op: O) -> Self {
+        Self::with_halo(p, init, rk, op, None)
+    }
+
+    /// [`Fv::new`] on a rank's block (see [`super::part`]), its ghosts from the neighbours by
+    /// `halo`.
+    pub fn with_halo(p: &Physics, init: &Initial, rk: rk::Scheme, op: O, halo: Option<Halo>) -> Self {
         let grid = Grid::new(p, init.depth);
         let mut q = Q {
             eta: Field::sample(p, CELLS, init.eta),
             hu: Field::sample(p, CELLS, init.hu),
             hv: Field::sample(p, CELLS, init.hv),
         };
-        fill_ghosts(&mut q, p);
+        exchange_and_fill(&mut q, p, halo.as_ref());
         let s = p.sides;
         let exterior = [s.north, s.east, s.south, s.west].into_iter().any(is_sponge).then(|| q.clone());
-        Fv { p: *p, rk, grid, op, bufs: [q.clone(), q.clone(), q], sets: Sets::default(), dt: T::zero(), exterior }
+        let bufs = [q.clone(), q.clone(), q];
+        Fv { p: *p, rk, grid, op, bufs, sets: Sets::default(), dt: T::zero(), exterior, halo }
     }
 
     /// The current state.
@@ -349,7 +368,7 @@ impl<T: Real, O: Operator<T>> Fv<T, O> {
             sponge::relax(&mut qout.hu, &ext.hu, CELLS, &self.p);
             sponge::relax(&mut qout.hv, &ext.hv, CELLS, &self.p);
         }
-        fill_ghosts(&mut self.bufs[out], &self.p);
+        exchange_and_fill(&mut self.bufs[out], &self.p, self.halo.as_ref());
     }
 }
 
@@ -497,6 +516,7 @@ pub(super) mod testing {
             theta: 1.3,
             gpu_ocean_compat: true,
             sides,
+            part: None,
         }
     }
 

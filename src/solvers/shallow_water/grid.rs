@@ -14,6 +14,9 @@ pub enum Side {
     /// Open through a sponge of `cells` interior cells next to the side, relaxed towards the
     /// initial state after every step (finite difference) or stage (finite volume).
     Sponge { cells: usize, kind: SpongeKind },
+    /// Another rank's block of a domain decomposition: the ghosts come from it (a halo
+    /// exchange), never from a boundary condition.
+    Neighbour,
 }
 
 /// How a sponge relaxes towards the exterior state (spec §7.2).
@@ -73,6 +76,20 @@ pub struct Physics {
     /// variants.
     pub gpu_ocean_compat: bool,
     pub sides: Sides,
+    /// Where the `nx x ny` cells lie in the whole domain when they are one rank's block of a
+    /// domain decomposition; None for the whole domain.
+    pub part: Option<Part>,
+}
+
+/// A rank's block of cells in the whole domain.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Part {
+    /// Index of the block's first interior cell in the whole domain.
+    pub offset: [usize; 2],
+    /// Interior cells of the whole domain.
+    pub whole: [usize; 2],
+    /// The whole domain's periodic axes.
+    pub periodic: [bool; 2],
 }
 
 impl Physics {
@@ -80,6 +97,18 @@ impl Physics {
     #[inline]
     pub fn coriolis(&self, y: f64) -> f64 {
         self.f0 + self.beta * y
+    }
+
+    /// Index of the first interior cell in the whole domain.
+    pub fn offset(&self) -> [usize; 2] {
+        self.part.map_or([0, 0], |b| b.offset)
+    }
+
+    /// Interior cells of the whole domain and its periodic axes.
+    pub fn whole(&self) -> ([usize; 2], [bool; 2]) {
+        self.part.map_or(([self.nx, self.ny], [self.sides.periodic_x(), self.sides.periodic_y()]), |b| {
+            (b.whole, b.periodic)
+        })
     }
 }
 
@@ -105,10 +134,17 @@ impl<T: Real> Field<T> {
     }
 
     /// The array of `place` on the cell grid of `p`, filled by `f(x, y, i, j)`: the position in
-    /// metres from the interior's south-west corner and the index (0 = first interior entry,
-    /// negative in the ghosts). Evaluated in f64 and rounded once.
+    /// metres from the whole domain's south-west corner and the index in the whole domain (0 =
+    /// first interior entry, negative in the ghosts). Evaluated in f64 and rounded once.
     pub fn sample(p: &Physics, place: Place, f: impl Fn(At) -> f64) -> Self {
+        Self::sample_at(p, place, |s| s, f)
+    }
+
+    /// [`Field::sample`] with each stored entry sampled at the entry `at([k, l])` of the whole
+    /// domain's array instead of its own `[k, l]` (stored indices, ghosts included).
+    pub fn sample_at(p: &Physics, place: Place, at: impl Fn([usize; 2]) -> [usize; 2], f: impl Fn(At) -> f64) -> Self {
         let [w, h] = stored_dims(p, place);
+        let [bx, by] = p.offset();
         let halo = place.halo as isize;
         let (ox, oy) = match place.loc {
             Location::Cell => (0.5, 0.5),
@@ -119,7 +155,8 @@ impl<T: Real> Field<T> {
         let mut field = Field::zeros(w, h);
         for l in 0..h {
             for k in 0..w {
-                let (i, j) = (k as isize - halo, l as isize - halo);
+                let [sk, sl] = at([k + bx, l + by]);
+                let (i, j) = (sk as isize - halo, sl as isize - halo);
                 let at = At { x: (i as f64 + ox) * p.dx, y: (j as f64 + oy) * p.dy, i, j };
                 field.v[l * w + k] = T::of(f(at));
             }

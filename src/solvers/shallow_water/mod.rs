@@ -18,6 +18,7 @@ pub mod grid;
 pub mod init;
 mod input_file;
 pub mod kp07;
+pub mod part;
 pub mod params;
 pub mod scheme;
 pub mod sponge;
@@ -26,13 +27,15 @@ pub mod sponge;
 mod reference;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use rayon::prelude::*;
 
 use crate::error::{Result, input};
 use crate::real::{Precision, Real};
+use crate::parallel::{Block, Comm};
 use crate::solver::{
-    Grid, Location, Mesh, NonFinite, OutField, Solver, StateArray, first_non_finite, shape_of, take_array,
+    Grid, Location, Mesh, NonFinite, OutField, Piece, Solver, StateArray, first_non_finite, shape_of, take_array,
 };
 use crate::bench::BenchOptions;
 use crate::cpu::CpuOptions;
@@ -41,6 +44,7 @@ use crate::run::schedule::Landing;
 use crate::solvers::{Device, Registered, SolverSpec};
 
 pub use params::{SchemeName, ShallowWaterParams};
+use grid::Physics;
 use params::{Bathymetry, InitialCondition};
 use scheme::{Cells, Scheme};
 
@@ -174,6 +178,8 @@ pub struct ShallowWater<T: Real> {
     backend: String,
     /// The temporal blocking of the CPU steps, if any.
     tiling: Option<Tiling>,
+    /// The ranks of a decomposed run, of whose domain the scheme holds one block.
+    ranks: Option<part::Ranks>,
 }
 
 impl<T: Real> ShallowWater<T> {
@@ -198,7 +204,6 @@ impl<T: Real> ShallowWater<T> {
                 SchemeName::Kp07 => Box::new(kp07::Kp07::<T>::new(&p, &initial, rk, kp07::Op)),
             },
         };
-        let grid = Grid { n: [p.nx, p.ny], origin: [0.0, 0.0], spacing: [p.dx, p.dy] };
         let backend = match device {
             Device::Cuda(gpu, o) => format!("cuda ({}, {} {}x{})", gpu.name, o.variant.name(), o.block()[0], o.block()[1]),
             Device::Cpu(_) => "cpu".into(),
@@ -208,6 +213,35 @@ impl<T: Real> ShallowWater<T> {
             Device::Cpu(opts) => params.tiling(T::PRECISION, opts, rayon::current_num_threads()),
             Device::Cuda(..) => None,
         };
+        Self::start(params, scheme, backend, tiling, None)
+    }
+
+    /// The block of `comm`'s rank of the case's domain, on the CPU (see [`part`]).
+    pub fn on_ranks(params: &ShallowWaterParams, comm: Arc<dyn Comm>) -> Result<Self> {
+        let sources = init::Sources::new(params)?;
+        let ranks = part::Ranks::new(params.physics(), comm);
+        let halo = Some(part::Halo::new(ranks.comm.clone(), [params.nx, params.ny], 2));
+        let (p, initial, rk) = (&ranks.block, sources.initial(), params.time_integration);
+        let scheme: Box<dyn Scheme<T>> = match params.scheme {
+            SchemeName::Cdklm16 => Box::new(cdklm16::Cdklm16::<T>::with_halo(p, &initial, rk, cdklm16::Op, halo)),
+            SchemeName::Kp07 => Box::new(kp07::Kp07::<T>::with_halo(p, &initial, rk, kp07::Op, halo)),
+            s => return input(format!("solver.shallow_water.scheme: {} does not run on several MPI ranks yet", s.name())),
+        };
+        let [px, py] = ranks.comm.dims();
+        let backend = format!("cpu, {} MPI ranks ({px} x {py})", ranks.comm.size());
+        Self::start(params, scheme, backend, None, Some(ranks))
+    }
+
+    /// The solver of `scheme` at its initial state, checked: positive depth everywhere, a
+    /// stable time step (on every rank, even where one fails, for the collective reductions).
+    fn start(
+        params: &ShallowWaterParams,
+        scheme: Box<dyn Scheme<T>>,
+        backend: String,
+        tiling: Option<Tiling>,
+        ranks: Option<part::Ranks>,
+    ) -> Result<Self> {
+        let grid = Grid { n: [params.nx, params.ny], origin: [0.0, 0.0], spacing: [params.dx, params.dy()] };
         let mut sw = ShallowWater {
             params: params.clone(),
             grid,
@@ -220,12 +254,20 @@ impl<T: Real> ShallowWater<T> {
             time: 0.0,
             backend,
             tiling,
+            ranks,
         };
-        sw.check_depth()?;
-        sw.dt = sw.next_dt()?;
+        let depth = sw.check_depth();
+        let dt = sw.next_dt();
         let t = sw.totals();
+        depth?;
+        sw.dt = dt?;
         (sw.initial_mass, sw.initial_volume) = (t.mass, t.volume);
         Ok(sw)
+    }
+
+    /// The physics of the cells the scheme holds: the whole domain's, or a rank's block's.
+    fn held(&self) -> Physics {
+        self.ranks.as_ref().map_or_else(|| self.params.physics(), |r| r.block)
     }
 
     pub fn params(&self) -> &ShallowWaterParams {
@@ -246,7 +288,8 @@ impl<T: Real> ShallowWater<T> {
     /// Refuse a state whose total depth `H + η` is not positive somewhere.
     fn check_depth(&self) -> Result<()> {
         let c = self.scheme.cells();
-        let nx = self.grid.n[0];
+        let p = self.held();
+        let ([ox, oy], nx) = (p.offset(), p.nx);
         let dry = c.depth.iter().zip(&c.eta).position(|(&h, &e)| !(h.f64() + e.f64() > 0.0));
         if let Some(k) = dry {
             return input(format!(
@@ -254,8 +297,8 @@ impl<T: Real> ShallowWater<T> {
                  dry cells are not supported",
                 c.depth[k].f64() + c.eta[k].f64(),
                 c.depth[k].f64(),
-                k % nx,
-                k / nx
+                ox + k % nx,
+                oy + k / nx
             ));
         }
         Ok(())
@@ -265,6 +308,7 @@ impl<T: Real> ShallowWater<T> {
     /// `courant` times the stable step.
     fn next_dt(&self) -> Result<f64> {
         let limit = self.scheme.dt_limit();
+        let limit = self.ranks.as_ref().map_or(limit, |r| r.limit(limit));
         match (self.params.dt, self.params.courant) {
             (Some(dt), _) if self.step == 0 && !(dt <= limit) => input(format!(
                 "solver.shallow_water.dt: {dt} s exceeds the stable time step {limit:.6e} s of scheme {} for the \
@@ -280,13 +324,15 @@ impl<T: Real> ShallowWater<T> {
         }
     }
 
-    /// Mass, energy and largest speed over the interior.
+    /// Mass, energy and largest speed over the interior (under MPI the ranks' totals
+    /// combined, equal to the serial ones to round-off).
     fn totals(&self) -> Totals {
         let c = self.scheme.cells();
-        let nx = self.grid.n[0];
+        let p = self.held();
+        let nx = p.nx;
         let g = self.params.g;
         // Per-row partial sums, combined in row order: the same for any thread count.
-        let rows: Vec<Totals> = (0..self.grid.n[1])
+        let rows: Vec<Totals> = (0..p.ny)
             .into_par_iter()
             .map(|j| {
                 let mut t = Totals::default();
@@ -308,6 +354,14 @@ impl<T: Real> ShallowWater<T> {
             energy: a.energy + r.energy,
             max_speed: a.max_speed.max(r.max_speed),
         });
+        if let Some(r) = &self.ranks {
+            total = Totals {
+                mass: r.sum(total.mass),
+                volume: r.sum(total.volume),
+                energy: r.sum(total.energy),
+                max_speed: r.max(total.max_speed),
+            };
+        }
         total.mass *= area;
         total.volume *= area;
         total.energy *= area;
@@ -445,13 +499,18 @@ impl<T: Real> Solver for ShallowWater<T> {
 
     fn output_fields(&self) -> Vec<OutField> {
         let c = self.scheme.cells();
-        let [nx, ny] = self.grid.n;
         let depth: Vec<T> = c.depth.iter().zip(&c.eta).map(|(&h, &e)| h + e).collect();
         let u: Vec<T> = c.hu.iter().zip(&depth).map(|(&q, &h)| q / h).collect();
         let v: Vec<T> = c.hv.iter().zip(&depth).map(|(&q, &h)| q / h).collect();
         let speed: Vec<T> = u.iter().zip(&v).map(|(&a, &b)| a.hypot(b)).collect();
         let velocity: Vec<T> = u.iter().zip(&v).flat_map(|(&a, &b)| [a, b, T::zero()]).collect();
-        let vorticity = vorticity(&u, &v, nx, ny, self.grid.spacing);
+        let vorticity = match &self.ranks {
+            Some(r) => {
+                let ((u, block), (v, _)) = (r.with_ring(&u), r.with_ring(&v));
+                vorticity(&u, &v, &block, self.grid.n, self.grid.spacing)
+            }
+            None => vorticity(&u, &v, &Block::whole(self.grid.n), self.grid.n, self.grid.spacing),
+        };
         let cell = |name, values: Vec<T>| OutField::new(name, 1, Location::Cell, T::wrap(values));
         vec![
             cell("eta", c.eta),
@@ -465,23 +524,40 @@ impl<T: Real> Solver for ShallowWater<T> {
         ]
     }
 
-    fn state(&self) -> Vec<StateArray> {
-        let mesh = self.mesh();
-        let arrays = self.scheme.arrays();
-        arrays.into_iter().map(|(name, place, f)| StateArray::field(name, place, &mesh, T::wrap(f.v))).collect()
+    fn piece(&self) -> Option<Piece> {
+        self.ranks.as_ref().map(|r| r.piece(&self.grid))
     }
 
+    /// The scheme's arrays, ghosts included; under MPI gathered on rank 0 in the serial layout
+    /// (nothing on the others).
+    fn state(&self) -> Vec<StateArray> {
+        let mesh = self.mesh();
+        let arrays = self.scheme.arrays().into_iter();
+        let whole: Vec<_> = match &self.ranks {
+            None => arrays.map(|(name, place, f)| Some((name, place, f.v))).collect(),
+            Some(r) => arrays.map(|(name, place, f)| r.gather(place, &f.v).map(|v| (name, place, v))).collect(),
+        };
+        whole.into_iter().flatten().map(|(name, place, v)| StateArray::field(name, place, &mesh, T::wrap(v))).collect()
+    }
+
+    /// From the serial arrays (under MPI every rank cuts its block out of them).
     fn restore(&mut self, step: u64, time: f64, mut arrays: Vec<StateArray>) -> Result<()> {
         let mesh = self.mesh();
         for (name, place, field) in self.scheme.arrays_mut() {
-            field.v = take_array::<T>(&mut arrays, name, &shape_of(place, &mesh))?;
+            let whole = take_array::<T>(&mut arrays, name, &shape_of(place, &mesh))?;
+            field.v = match &self.ranks {
+                Some(r) => r.cut(place, &whole),
+                None => whole,
+            };
         }
         self.scheme.restored()?;
         self.step = step;
         self.time = time;
-        self.check_depth()?;
-        if self.params.courant.is_some() {
-            self.dt = self.next_dt()?;
+        let depth = self.check_depth();
+        let dt = self.params.courant.map(|_| self.next_dt());
+        depth?;
+        if let Some(dt) = dt {
+            self.dt = dt?;
         }
         Ok(())
     }
@@ -489,9 +565,11 @@ impl<T: Real> Solver for ShallowWater<T> {
     fn find_non_finite(&self) -> Option<NonFinite> {
         let c = self.scheme.cells();
         let nx = self.grid.n[0];
-        first_non_finite("eta", &c.eta, nx)
-            .or_else(|| first_non_finite("hu", &c.hu, nx))
-            .or_else(|| first_non_finite("hv", &c.hv, nx))
+        let first = |name, values: &[T]| match &self.ranks {
+            Some(r) => r.first_non_finite(name, values),
+            None => first_non_finite(name, values, nx),
+        };
+        first("eta", &c.eta).or_else(|| first("hu", &c.hu)).or_else(|| first("hv", &c.hv))
     }
 
     fn diagnostics(&self) -> Vec<(&'static str, f64)> {
@@ -503,6 +581,9 @@ impl<T: Real> Solver for ShallowWater<T> {
         let t = self.totals();
         let mut m = serde_json::Map::new();
         m.insert("scheme".into(), self.params.scheme.name().into());
+        if let Some(r) = &self.ranks {
+            m.insert("ranks".into(), r.comm.size().into());
+        }
         m.insert("reference".into(), "conservation of mass".into());
         m.insert("initial_mass".into(), self.initial_mass.into());
         m.insert("mass".into(), t.mass.into());
@@ -523,17 +604,22 @@ impl<T: Real> Solver for ShallowWater<T> {
     }
 }
 
-/// `dv/dx - du/dy` at the cell centres: central differences, one-sided at the edges.
-fn vorticity<T: Real>(u: &[T], v: &[T], nx: usize, ny: usize, spacing: [f64; 2]) -> Vec<T> {
+/// `dv/dx - du/dy` at the cells `block` owns, `u` and `v` stored on it: central differences,
+/// one-sided at the edges of the domain of `n` cells.
+fn vorticity<T: Real>(u: &[T], v: &[T], block: &Block, n: [usize; 2], spacing: [f64; 2]) -> Vec<T> {
+    let [xs, ys] = block.owned.clone();
+    let sx = block.stored[0];
+    // Stored index of cell (x, y) of the domain.
+    let at = |x: usize, y: usize| (y as isize - block.first[1]) as usize * sx + (x as isize - block.first[0]) as usize;
     let diff = |f: &dyn Fn(usize) -> T, k: usize, n: usize, h: f64| -> T {
         let (lo, hi) = (k.saturating_sub(1), (k + 1).min(n - 1));
         (f(hi) - f(lo)) / T::of((hi - lo) as f64 * h)
     };
-    let mut w = vec![T::zero(); nx * ny];
-    w.par_chunks_mut(nx).enumerate().for_each(|(j, row)| {
-        for (i, out) in row.iter_mut().enumerate() {
-            let dvdx = diff(&|k| v[j * nx + k], i, nx, spacing[0]);
-            let dudy = diff(&|k| u[k * nx + i], j, ny, spacing[1]);
+    let mut w = vec![T::zero(); xs.len() * ys.len()];
+    w.par_chunks_mut(xs.len()).zip(ys).for_each(|(row, y)| {
+        for (out, x) in row.iter_mut().zip(xs.clone()) {
+            let dvdx = diff(&|k| v[at(k, y)], x, n[0], spacing[0]);
+            let dudy = diff(&|k| u[at(x, k)], y, n[1], spacing[1]);
             *out = dvdx - dudy;
         }
     });

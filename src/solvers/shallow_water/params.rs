@@ -290,6 +290,7 @@ impl ShallowWaterParams {
             theta: self.theta,
             gpu_ocean_compat: self.gpu_ocean_compat,
             sides: self.sides(),
+            part: None,
         }
     }
 

@@ -1,0 +1,227 @@
+//! The shallow-water schemes on one rank's block of a domain decomposition (`mpirun`): the
+//! block's cells with the scheme's ghost layers on every side, the ghosts towards another rank
+//! ([`Side::Neighbour`]) refreshed by a halo exchange after every stage, before the boundary
+//! conditions of the domain's own sides. Every interior cell then reads the same values as in
+//! the serial run, and the ghosts the block holds beyond the domain's sides come out as the
+//! serial run's, so the state is bitwise the serial one for any process grid.
+//!
+//! Checkpoints hold the serial arrays, ghosts included: [`Window`] places a block's arrays in
+//! them, each rank contributing its cells and, at the domain's sides, the ghosts beyond.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use crate::parallel::{Block, Comm, Reduce, coords_of, split};
+use crate::real::Real;
+use crate::solver::{Grid, Mesh, NonFinite, Piece, Place};
+
+use super::grid::{Field, Part, Physics, Side, Sides};
+
+/// The ghost exchange of a block's cell-centred fields.
+#[derive(Clone)]
+pub struct Halo {
+    comm: Arc<dyn Comm>,
+    block: Block,
+}
+
+impl Halo {
+    /// The exchange of the block `comm`'s rank holds with `halo` ghost layers on every side.
+    pub fn new(comm: Arc<dyn Comm>, n: [usize; 2], halo: usize) -> Self {
+        let block = Block::at(comm.dims(), comm.coords(), [[true; 2]; 2], n, halo);
+        Halo { comm, block }
+    }
+
+    /// The ghosts of `f` towards the neighbouring ranks from them.
+    pub fn exchange<T: Real>(&self, f: &mut Field<T>) {
+        self.block.exchange(self.comm.as_ref(), &mut f.v);
+    }
+}
+
+/// The cells of the block of `rank` on the process grid `dims` in a domain of `n` cells.
+pub fn cells_of(n: [usize; 2], dims: [usize; 2], rank: usize) -> [Range<usize>; 2] {
+    let coords = coords_of(dims, rank);
+    [0, 1].map(|a| split(n[a], dims[a], coords[a]))
+}
+
+/// The physics of the block of `comm`'s rank of the domain of `whole`: its cells, and its
+/// sides, those towards another rank (across a periodic axis shared by several ranks, too)
+/// [`Side::Neighbour`].
+pub fn block_physics(whole: &Physics, comm: &dyn Comm) -> Physics {
+    let n = [whole.nx, whole.ny];
+    let owned = cells_of(n, comm.dims(), comm.rank());
+    let side = |s: Side, axis: usize, up: bool| if comm.neighbour(axis, up).is_some() { Side::Neighbour } else { s };
+    let s = whole.sides;
+    Physics {
+        nx: owned[0].len(),
+        ny: owned[1].len(),
+        sides: Sides {
+            north: side(s.north, 1, true),
+            east: side(s.east, 0, true),
+            south: side(s.south, 1, false),
+            west: side(s.west, 0, false),
+        },
+        part: Some(Part {
+            offset: [owned[0].start, owned[1].start],
+            whole: n,
+            periodic: [s.periodic_x(), s.periodic_y()],
+        }),
+        ..*whole
+    }
+}
+
+/// A block's array of one place in the whole domain's array (stored indices, ghosts
+/// included): stored entry `k` of the block is entry `k + offset` of the whole one.
+pub struct Window {
+    /// The whole array's stored dims and the block's.
+    whole: [usize; 2],
+    dims: [usize; 2],
+    offset: [usize; 2],
+    /// The entries of the whole array the block contributes to it: those of its cells (their
+    /// west or south faces, corners) and, at the domain's sides, the ghosts beyond them.
+    owned: [Range<usize>; 2],
+}
+
+impl Window {
+    /// The window at `place` of the block of `cells` of the domain of `whole`.
+    pub fn new(whole: &Physics, cells: &[Range<usize>; 2], place: Place) -> Window {
+        let n = [whole.nx, whole.ny];
+        let stored = super::grid::stored_dims(whole, place);
+        let offset = [cells[0].start, cells[1].start];
+        let dims = [0, 1].map(|a| stored[a] - n[a] + cells[a].len());
+        let owned = [0, 1].map(|a| {
+            let start = if cells[a].start == 0 { 0 } else { cells[a].start + place.halo };
+            let end = if cells[a].end == n[a] { stored[a] } else { cells[a].end + place.halo };
+            start..end
+        });
+        Window { whole: stored, dims, offset, owned }
+    }
+
+    /// The entries of `v` (the block's array) that it contributes, row by row.
+    pub fn owned_of<T: Copy>(&self, v: &[T]) -> Vec<T> {
+        let [xs, ys] = self.owned.clone();
+        let [ox, oy] = self.offset;
+        ys.flat_map(|y| xs.clone().map(move |x| v[(y - oy) * self.dims[0] + x - ox])).collect()
+    }
+
+    /// Place `part` (from [`Window::owned_of`]) into `whole`.
+    pub fn place<T: Copy>(&self, part: impl IntoIterator<Item = T>, whole: &mut [T]) {
+        let [xs, ys] = self.owned.clone();
+        let at = ys.flat_map(|y| xs.clone().map(move |x| y * self.whole[0] + x));
+        for (k, v) in at.zip(part) {
+            whole[k] = v;
+        }
+    }
+
+    /// The block's array cut out of the whole one.
+    pub fn cut<T: Copy>(&self, whole: &[T]) -> Vec<T> {
+        let [ox, oy] = self.offset;
+        let w = self.whole[0];
+        (0..self.dims[1]).flat_map(|l| (0..self.dims[0]).map(move |k| whole[(l + oy) * w + k + ox])).collect()
+    }
+}
+
+/// The ranks of a decomposed run as the shallow-water solver sees them.
+pub struct Ranks {
+    pub comm: Arc<dyn Comm>,
+    /// The whole domain, and this rank's block of it ([`block_physics`]).
+    pub whole: Physics,
+    pub block: Physics,
+}
+
+impl Ranks {
+    pub fn new(whole: Physics, comm: Arc<dyn Comm>) -> Self {
+        let block = block_physics(&whole, comm.as_ref());
+        Ranks { comm, whole, block }
+    }
+
+    fn cells_of(&self, rank: usize) -> [Range<usize>; 2] {
+        cells_of([self.whole.nx, self.whole.ny], self.comm.dims(), rank)
+    }
+
+    fn window(&self, rank: usize, place: Place) -> Window {
+        Window::new(&self.whole, &self.cells_of(rank), place)
+    }
+
+    /// The whole domain's array at `place` on rank 0 (None on the others), from every rank's
+    /// array `v` of its block. Collective.
+    pub fn gather<T: Real>(&self, place: Place, v: &[T]) -> Option<Vec<T>> {
+        let mine: Vec<f64> = self.window(self.comm.rank(), place).owned_of(v).iter().map(|x| x.f64()).collect();
+        let parts = self.comm.gather(&mine);
+        if self.comm.rank() != 0 {
+            return None;
+        }
+        let [w, h] = super::grid::stored_dims(&self.whole, place);
+        let mut whole = vec![T::zero(); w * h];
+        for (rank, part) in parts.iter().enumerate() {
+            self.window(rank, place).place(part.iter().map(|&x| T::of(x)), &mut whole);
+        }
+        Some(whole)
+    }
+
+    /// This rank's block array at `place` cut out of the whole domain's array.
+    pub fn cut<T: Copy>(&self, place: Place, whole: &[T]) -> Vec<T> {
+        self.window(self.comm.rank(), place).cut(whole)
+    }
+
+    /// The first non-finite value of `values` (this rank's interior cells, row by row) over
+    /// all ranks, in the serial scan order of the whole domain. Collective.
+    pub fn first_non_finite<T: Real>(&self, field: &'static str, values: &[T]) -> Option<NonFinite> {
+        let (b, nx) = (&self.block, self.whole.nx);
+        let [ox, oy] = b.offset();
+        let mine = values.iter().position(|v| !v.is_finite()).map(|k| ([ox + k % b.nx, oy + k / b.nx], values[k].f64()));
+        let index = mine.map_or(f64::INFINITY, |([x, y], _)| (y * nx + x) as f64);
+        let first = self.comm.all_reduce(index, Reduce::Min);
+        if first.is_infinite() {
+            return None;
+        }
+        let value = self.comm.all_reduce(mine.filter(|_| index == first).map_or(0.0, |(_, v)| v), Reduce::Sum);
+        let k = first as usize;
+        Some(NonFinite { field, index: vec![k % nx, k / nx], value })
+    }
+
+    /// This rank's output piece of the cell grid `grid` (the whole domain's).
+    pub fn piece(&self, grid: &Grid) -> Piece {
+        let [xs, ys] = self.cells_of(self.comm.rank());
+        let mesh = Mesh::Cells(Grid {
+            n: [xs.len(), ys.len()],
+            origin: [0, 1].map(|a| grid.origin[a] + [xs.start, ys.start][a] as f64 * grid.spacing[a]),
+            spacing: grid.spacing,
+        });
+        // Point extents: the cells' corners, shared with the neighbouring pieces.
+        let extents = (0..self.comm.size())
+            .map(|rank| {
+                let [x, y] = self.cells_of(rank);
+                [x.start, x.end, y.start, y.end]
+            })
+            .collect();
+        Piece { mesh, offset: [xs.start, ys.start], extents }
+    }
+
+    /// `values` of this rank's interior cells with a ring of one cell from the neighbouring
+    /// ranks, on the block that describes them. Collective.
+    pub fn with_ring<T: Real>(&self, values: &[T]) -> (Vec<T>, Block) {
+        let block = Block::of(self.comm.as_ref(), [self.whole.nx, self.whole.ny], 1);
+        let (sx, [w, _, s, _], nx) = (block.stored[0], block.ghosts, self.block.nx);
+        let mut v = vec![T::zero(); sx * block.stored[1]];
+        for (j, row) in values.chunks_exact(nx).enumerate() {
+            v[(s + j) * sx + w..(s + j) * sx + w + nx].copy_from_slice(row);
+        }
+        block.exchange(self.comm.as_ref(), &mut v);
+        (v, block)
+    }
+
+    /// The stable time step of the whole domain from each block's `limit`: the smallest, NaN
+    /// where any block's is NaN (a reduction would pass or drop it depending on the order).
+    pub fn limit(&self, limit: f64) -> f64 {
+        let m = self.comm.all_reduce(if limit.is_nan() { f64::NEG_INFINITY } else { limit }, Reduce::Min);
+        if m == f64::NEG_INFINITY { f64::NAN } else { m }
+    }
+
+    /// `v` summed (or its maximum) over the ranks.
+    pub fn sum(&self, v: f64) -> f64 {
+        self.comm.all_reduce(v, Reduce::Sum)
+    }
+    pub fn max(&self, v: f64) -> f64 {
+        self.comm.all_reduce(v, Reduce::Max)
+    }
+}

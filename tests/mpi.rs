@@ -22,10 +22,11 @@ fn mpirun(dir: &Path, np: usize, args: &[&str]) -> Output {
         .unwrap()
 }
 
-/// The bits of the field of the last checkpoint in `dir/d`.
-fn final_bits(dir: &Path, d: &str) -> (u64, Vec<u64>) {
+/// The step and the bits of every array (ghosts included) of the last checkpoint in `dir/d`.
+fn final_bits(dir: &Path, d: &str) -> (u64, Vec<(String, Vec<u64>)>) {
     let (meta, arrays) = sim::io::checkpoint::read(&sim::io::checkpoint::list(&dir.join(d)).pop().unwrap().1).unwrap();
-    (meta.step, arrays[0].values.to_f64().iter().map(|v| v.to_bits()).collect())
+    let bits = arrays.iter().map(|a| (a.name.clone(), a.values.to_f64().iter().map(|v| v.to_bits()).collect()));
+    (meta.step, bits.collect())
 }
 
 fn heat2d(precision: &str, extra: &str) -> String {
@@ -86,38 +87,52 @@ fn checkpoints_move_between_rank_counts() {
 }
 
 /// Each output step is a `.pvti` of the ranks' pieces, listed in the `.pvd`; VTK's reader
-/// assembles it into the serial run's image, array for array.
+/// assembles it into the serial run's image, array for array: heat2d's point data and shallow
+/// water's cell data (whose vorticity reads the cells beside each piece).
 #[test]
 fn pvti_output_reads_as_the_serial_vti() {
     if !python_has("vtk") {
         return;
     }
     let dir = scratch("mpi_pvti");
-    write(&dir, "case.yaml", &heat2d("f32", ""));
-    ok(sim(&dir, &["run", "case.yaml", "--quiet", "--overwrite", "--out", "serial"]));
-    ok(mpirun(&dir, 4, &["run", "case.yaml", "--quiet", "--overwrite", "--out", "p", "--steps", "30"]));
-    let pvd = std::fs::read_to_string(dir.join("p/h.pvd")).unwrap();
-    assert!(pvd.contains("file=\"h_00000015.pvti\""), "{pvd}");
-    let script = r#"
+    let cases = [("h", heat2d("f32", "")), ("sw", shallow_water("kp07", "f32", "wall", "periodic", ""))];
+    for (name, case) in cases {
+        write(&dir, "case.yaml", &case);
+        ok(sim(&dir, &["run", "case.yaml", "--quiet", "--overwrite", "--out", "serial"]));
+        ok(mpirun(&dir, 4, &["run", "case.yaml", "--quiet", "--overwrite", "--out", "p", "--steps", "30"]));
+        let pvd = std::fs::read_to_string(dir.join(format!("p/{name}.pvd"))).unwrap();
+        assert!(pvd.contains(&format!("file=\"{name}_00000015.pvti\"")), "{pvd}");
+        for step in ["00000000", "00000015", "00000030"] {
+            let (s, p) = (format!("serial/{name}_{step}.vti"), format!("p/{name}_{step}.pvti"));
+            let o = Command::new("python3").args(["-c", SAME_IMAGE, &s, &p]).current_dir(&dir).output().unwrap();
+            assert!(String::from_utf8_lossy(&o.stdout).contains("same 0"), "{name} step {step}: {}", stderr(&o));
+        }
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Python: the `.vti` argv[1] and the `.pvti` argv[2] hold the same image, every point and
+/// cell array equal; prints "same N" with N the number of arrays that differ.
+const SAME_IMAGE: &str = r#"
 import sys, vtk
 from vtk.util.numpy_support import vtk_to_numpy as v
 import numpy as np
 a = vtk.vtkXMLImageDataReader(); a.SetFileName(sys.argv[1]); a.Update(); a = a.GetOutput()
 b = vtk.vtkXMLPImageDataReader(); b.SetFileName(sys.argv[2]); b.Update(); b = b.GetOutput()
 assert a.GetDimensions() == b.GetDimensions() and a.GetOrigin() == b.GetOrigin() and a.GetSpacing() == b.GetSpacing()
-for name in ["T", "T_exact"]:
-    x, y = v(a.GetPointData().GetArray(name)), v(b.GetPointData().GetArray(name))
-    assert x.dtype == y.dtype and np.array_equal(x, y), name
+differ = 0
+for da, db in [(a.GetPointData(), b.GetPointData()), (a.GetCellData(), b.GetCellData())]:
+    assert da.GetNumberOfArrays() == db.GetNumberOfArrays()
+    for i in range(da.GetNumberOfArrays()):
+        name = da.GetArrayName(i)
+        x, y = v(da.GetArray(name)), v(db.GetArray(name))
+        if not (x.dtype == y.dtype and np.array_equal(x, y)):
+            differ += 1
+            print(name, "differs", file=sys.stderr)
+assert a.GetPointData().GetNumberOfArrays() + a.GetCellData().GetNumberOfArrays() > 0
 assert b.GetFieldData().GetArray("TimeValue").GetValue(0) == a.GetFieldData().GetArray("TimeValue").GetValue(0)
-print("same")
+print("same", differ)
 "#;
-    for step in ["00000000", "00000015", "00000030"] {
-        let (s, p) = (format!("serial/h_{step}.vti"), format!("p/h_{step}.pvti"));
-        let o = Command::new("python3").args(["-c", script, &s, &p]).current_dir(&dir).output().unwrap();
-        assert!(String::from_utf8_lossy(&o.stdout).contains("same"), "step {step}: {}", stderr(&o));
-    }
-    std::fs::remove_dir_all(dir).unwrap();
-}
 
 /// Bad input under mpirun: every rank exits with 2, one message names the problem, nothing
 /// hangs (mpirun is killed after 120 s).
@@ -130,6 +145,7 @@ fn bad_input_stops_every_rank_with_one_message() {
         ("ranks", case("heat2d: {n: 33, r: 0.2}", "parallel: {ranks: [3, 1]}"), "parallel.ranks"),
         ("method", case("heat2d: {n: 33, r: 2.0, method: adi}", ""), "MPI ranks"),
         ("narrow", case("heat2d: {n: 7, r: 0.2}", "parallel: {ranks: [4, 1]}"), "narrower"),
+        ("sponge", shallow_water("kp07", "f64", "wall", "{sponge: {cells: 9}}", "parallel: {ranks: [4, 1]}"), "than 10"),
     ];
     for (what, text, needle) in cases {
         write(&dir, "b.yaml", &text);
@@ -174,5 +190,81 @@ fn the_guard_names_the_serial_runs_node() {
         assert_eq!(e.matches("error:").count(), 1, "{np} ranks: {e}");
         assert!(e.contains(&what), "{np} ranks: {e}\nserial: {err}");
     }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// A shallow-water case on a 37 x 29 grid (uneven blocks) with every term of the
+/// finite-volume schemes at work (beta-plane, friction, wind, GPU Ocean's bathymetry, an
+/// off-centre hump, adaptive steps), `ns` and `ew` the north-south and east-west sides.
+fn shallow_water(scheme: &str, precision: &str, ns: &str, ew: &str, extra: &str) -> String {
+    format!(
+        "name: sw
+solver:
+  shallow_water:
+    scheme: {scheme}
+    nx: 37
+    ny: 29
+    dx: 50000.0
+    coriolis: {{f0: 1.2e-4, beta: 2.0e-11}}
+    friction: 0.001
+    wind: [1.0e-4, -2.0e-4]
+    courant: 0.4
+    bathymetry: gpu_ocean_test
+    boundary: {{north: {ns}, south: {ns}, east: {ew}, west: {ew}}}
+    initial:
+      hump: {{amplitude: 0.1, radius: 400000.0, width: 150000.0, center: [600000.0, 900000.0]}}
+precision: {precision}
+time: {{end_step: 30}}
+output: {{every_steps: 15}}
+checkpoint: {{every_steps: 30}}
+guard: {{check_every: 7}}
+{extra}
+"
+    )
+}
+
+/// CDKLM16 and KP07 on 2, 3 and 4 ranks (2 x 2, 4 x 1, 1 x 4) give the serial run's arrays,
+/// ghosts included, bitwise: walls, periodic one way and both ways (across ranks and within
+/// one), sponges of both kinds; f32 and f64.
+#[test]
+fn decomposed_finite_volume_shallow_water_equals_the_serial_run_bitwise() {
+    let dir = scratch("mpi_swfv");
+    let sponges = ("{sponge: {cells: 3, kind: linear}}", "{sponge: {cells: 4}}");
+    let all: &[(usize, &str)] =
+        &[(2, ""), (3, ""), (4, ""), (4, "parallel: {ranks: [4, 1]}"), (4, "parallel: {ranks: [1, 4]}")];
+    let runs = [
+        ("cdklm16", "f64", ("wall", "wall"), all),
+        ("kp07", "f32", ("periodic", "periodic"), all),
+        ("cdklm16", "f32", ("periodic", "wall"), &all[1..3]),
+        ("kp07", "f64", ("wall", "periodic"), &all[2..4]),
+        ("kp07", "f32", sponges, &all[2..3]),
+        ("cdklm16", "f64", sponges, &all[3..5]),
+    ];
+    for (scheme, precision, (ns, ew), ranks) in runs {
+        write(&dir, "serial.yaml", &shallow_water(scheme, precision, ns, ew, ""));
+        ok(sim(&dir, &["run", "serial.yaml", "--quiet", "--overwrite", "--out", "serial"]));
+        let serial = final_bits(&dir, "serial");
+        assert_eq!((serial.0, serial.1.len()), (30, 3));
+        for (np, extra) in ranks {
+            write(&dir, "case.yaml", &shallow_water(scheme, precision, ns, ew, extra));
+            ok(mpirun(&dir, *np, &["run", "case.yaml", "--quiet", "--overwrite", "--out", "p"]));
+            assert!(final_bits(&dir, "p") == serial, "{scheme} {precision} {ns}/{ew} on {np} ranks {extra}: differs");
+        }
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// A shallow-water checkpoint written on 4 ranks restarts on 2, whose checkpoint restarts
+/// without MPI: bitwise the uninterrupted serial run (adaptive steps, periodic across ranks).
+#[test]
+fn shallow_water_checkpoints_move_between_rank_counts() {
+    let dir = scratch("mpi_sw_restart");
+    write(&dir, "case.yaml", &shallow_water("kp07", "f32", "periodic", "wall", ""));
+    ok(sim(&dir, &["run", "case.yaml", "--quiet", "--overwrite", "--out", "serial"]));
+    ok(mpirun(&dir, 4, &["run", "case.yaml", "--quiet", "--overwrite", "--out", "r", "--steps", "13"]));
+    ok(mpirun(&dir, 2, &["run", "--restart", "r", "--quiet", "--steps", "11"]));
+    assert_eq!(final_bits(&dir, "r").0, 24);
+    ok(sim(&dir, &["run", "--restart", "r", "--quiet"]));
+    assert!(final_bits(&dir, "r") == final_bits(&dir, "serial"), "4 -> 2 -> 1 ranks differs from the serial run");
     std::fs::remove_dir_all(dir).unwrap();
 }

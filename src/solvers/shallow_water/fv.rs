@@ -85,7 +85,8 @@ pub(super) struct Grid<T> {
 impl<T: Real> Grid<T> {
     fn new(p: &Physics, depth: &(dyn Fn(super::grid::At) -> f64 + Sync)) -> Self {
         let ([nx, ny], [px, py]) = p.whole();
-        let bi = Field::sample_at(p, NODES, |[k, l]| [bathymetry_source(k, nx, px), bathymetry_source(l, ny, py)], depth);
+        let source = |[k, l]: [usize; 2]| [bathymetry_source(k, nx, px), bathymetry_source(l, ny, py)];
+        let bi = Field::sample_at(p, NODES, source, depth);
         let [w, h] = super::grid::stored_dims(p, CELLS);
         let mut bm = Field::zeros(w, h);
         for l in 0..h {

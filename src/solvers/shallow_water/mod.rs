@@ -35,7 +35,8 @@ use crate::error::{Result, input};
 use crate::real::{Precision, Real};
 use crate::parallel::{Block, Comm};
 use crate::solver::{
-    Grid, Location, Mesh, NonFinite, OutField, Piece, Solver, StateArray, first_non_finite, shape_of, take_array,
+    ArraySpec, Grid, Location, Mesh, NonFinite, OutField, Piece, Solver, StateArray, first_non_finite, shape_of,
+    take_array,
 };
 use crate::bench::BenchOptions;
 use crate::cpu::CpuOptions;
@@ -225,7 +226,9 @@ impl<T: Real> ShallowWater<T> {
         let scheme: Box<dyn Scheme<T>> = match params.scheme {
             SchemeName::Cdklm16 => Box::new(cdklm16::Cdklm16::<T>::with_halo(p, &initial, rk, cdklm16::Op, halo)),
             SchemeName::Kp07 => Box::new(kp07::Kp07::<T>::with_halo(p, &initial, rk, kp07::Op, halo)),
-            s => return input(format!("solver.shallow_water.scheme: {} does not run on several MPI ranks yet", s.name())),
+            s => {
+                return input(format!("solver.shallow_water.scheme: {} does not run on several MPI ranks yet", s.name()));
+            }
         };
         let [px, py] = ranks.comm.dims();
         let backend = format!("cpu, {} MPI ranks ({px} x {py})", ranks.comm.size());
@@ -538,6 +541,13 @@ impl<T: Real> Solver for ShallowWater<T> {
             Some(r) => arrays.map(|(name, place, f)| r.gather(place, &f.v).map(|v| (name, place, v))).collect(),
         };
         whole.into_iter().flatten().map(|(name, place, v)| StateArray::field(name, place, &mesh, T::wrap(v))).collect()
+    }
+
+    /// The serial arrays' names and shapes, on every rank.
+    fn state_layout(&self) -> Vec<ArraySpec> {
+        let mesh = self.mesh();
+        let arrays = self.scheme.arrays();
+        arrays.iter().map(|(name, place, _)| ArraySpec::field(name, *place, &mesh, T::PRECISION)).collect()
     }
 
     /// From the serial arrays (under MPI every rank cuts its block out of them).

@@ -168,7 +168,8 @@ impl Ranks {
     pub fn first_non_finite<T: Real>(&self, field: &'static str, values: &[T]) -> Option<NonFinite> {
         let (b, nx) = (&self.block, self.whole.nx);
         let [ox, oy] = b.offset();
-        let mine = values.iter().position(|v| !v.is_finite()).map(|k| ([ox + k % b.nx, oy + k / b.nx], values[k].f64()));
+        let mine = values.iter().position(|v| !v.is_finite());
+        let mine = mine.map(|k| ([ox + k % b.nx, oy + k / b.nx], values[k].f64()));
         let index = mine.map_or(f64::INFINITY, |([x, y], _)| (y * nx + x) as f64);
         let first = self.comm.all_reduce(index, Reduce::Min);
         if first.is_infinite() {
@@ -223,5 +224,59 @@ impl Ranks {
     }
     pub fn max(&self, v: f64) -> f64 {
         self.comm.all_reduce(v, Reduce::Max)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parallel::Single;
+    use crate::solver::{Location, Solver};
+    use crate::solvers::shallow_water::{ShallowWater, ShallowWaterParams};
+
+    /// The blocks of any process grid cover every entry of the whole array (ghosts included)
+    /// exactly once, for every place: the windows take the whole array apart and put it back.
+    #[test]
+    fn windows_cover_the_whole_array_once() {
+        let text = "{scheme: fbl, nx: 11, ny: 7, dx: 1.0, dt: 0.1, bathymetry: {flat: 10.0}, initial: rest}";
+        let params: ShallowWaterParams = serde_saphyr::from_str(text).unwrap();
+        let whole = params.physics();
+        let places = [Location::Cell, Location::Node, Location::FaceX, Location::FaceY];
+        for (loc, halo, dims) in places.iter().flat_map(|&l| [(l, 1, [3, 2]), (l, 2, [2, 3]), (l, 2, [1, 1])]) {
+            let place = Place { loc, halo };
+            let [w, h] = super::super::grid::stored_dims(&whole, place);
+            let v: Vec<usize> = (0..w * h).collect();
+            let mut back = vec![usize::MAX; w * h];
+            let mut count = 0;
+            for rank in 0..dims[0] * dims[1] {
+                let window = Window::new(&whole, &cells_of([11, 7], dims, rank), place);
+                let part = window.owned_of(&window.cut(&v));
+                count += part.len();
+                window.place(part, &mut back);
+            }
+            assert_eq!((back, count), (v, w * h), "{place:?} on {dims:?}");
+        }
+    }
+
+    /// One rank's block is the whole domain: the decomposed code path (halo, windows, ring,
+    /// reductions) gives the serial solver's state and output.
+    #[test]
+    fn a_single_part_is_the_serial_solver() {
+        let text = "{scheme: kp07, nx: 13, ny: 9, dx: 1000.0, courant: 0.4, bathymetry: gpu_ocean_test, \
+                    coriolis: {f0: 1.0e-4, beta: 1.0e-10}, boundary: {north: periodic, south: periodic}, initial: {hump: {amplitude: 0.5, radius: 3000.0}}}";
+        let params: ShallowWaterParams = serde_saphyr::from_str(text).unwrap();
+        let mut serial = ShallowWater::<f64>::new(&params).unwrap();
+        let comm = Arc::new(Single { periodic: [false, false] });
+        let mut part = ShallowWater::<f64>::on_ranks(&params, comm).unwrap();
+        for _ in 0..7 {
+            for s in [&mut serial, &mut part] {
+                let dt = s.propose_dt().unwrap();
+                s.advance(dt).unwrap();
+            }
+        }
+        assert_eq!(part.state(), serial.state());
+        let (a, b) = (part.output_fields(), serial.output_fields());
+        assert!(a.iter().zip(&b).all(|(x, y)| x.name == y.name && x.values == y.values));
+        assert_eq!(part.piece().unwrap().extents, vec![[0, 13, 0, 9]]);
     }
 }

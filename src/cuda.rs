@@ -446,6 +446,18 @@ pub struct Gpu {
 impl Gpu {
     /// Open device 0, or say precisely what is missing (exit code 2).
     pub fn open() -> Result<Arc<Gpu>> {
+        Self::open_ordinal(0)
+    }
+
+    /// Open the device of the `local`-th process on this machine (of an MPI run): device
+    /// `local` modulo the number of devices.
+    pub fn open_local(local: usize) -> Result<Arc<Gpu>> {
+        let count = guarded("driver", || CudaContext::device_count().map_err(|e| format!("{e:?}"))).unwrap_or(1);
+        Self::open_ordinal(local % count.max(1) as usize)
+    }
+
+    /// Open device `ordinal`, or say precisely what is missing (exit code 2).
+    fn open_ordinal(ordinal: usize) -> Result<Arc<Gpu>> {
         let bad = |why: String| SimError::Input(format!("backend cuda: {why}; use backend: cpu or auto"));
         if !driver_library_present() {
             return Err(bad("no CUDA driver library (libcuda.so.1) found".into()));
@@ -454,7 +466,7 @@ impl Gpu {
             return Err(bad("NVRTC (libnvrtc.so) not found; it ships with the CUDA toolkit".into()));
         }
         guarded("driver", || {
-            let ctx = CudaContext::new(0).map_err(|e| format!("no usable device ({e:?})"))?;
+            let ctx = CudaContext::new(ordinal).map_err(|e| format!("no usable device {ordinal} ({e:?})"))?;
             let e = |x: cudarc::driver::DriverError| format!("{x:?}");
             let attr = |a| ctx.attribute(a).map(|v| v as u32).map_err(e);
             Ok(Gpu {

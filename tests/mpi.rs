@@ -11,15 +11,30 @@ use std::process::{Command, Output};
 
 /// `sim args` on `np` ranks in `dir`, killed after 120 s (a hang fails the test).
 fn mpirun(dir: &Path, np: usize, args: &[&str]) -> Output {
-    Command::new("timeout")
+    mpirun_command(dir, np, args).output().unwrap()
+}
+
+/// [`mpirun`] with the tests' CUDA driver (the emulated one where there is no GPU) on the
+/// library path.
+fn mpirun_cuda(dir: &Path, np: usize, args: &[&str]) -> Output {
+    let mut c = mpirun_command(dir, np, args);
+    if let Some(emulation::Cuda::Emulated(_, emu)) = &emulation::setup().cuda {
+        let old = std::env::var("LD_LIBRARY_PATH").unwrap_or_default();
+        c.env("LD_LIBRARY_PATH", format!("{}:{old}", emu.dir.display()));
+    }
+    c.output().unwrap()
+}
+
+fn mpirun_command(dir: &Path, np: usize, args: &[&str]) -> Command {
+    let mut c = Command::new("timeout");
+    c
         .args(["120", "mpirun", "--oversubscribe", "-np", &np.to_string(), env!("CARGO_BIN_EXE_sim")])
         .args(args)
         .current_dir(dir)
         // CI containers run as root, which Open MPI refuses unless told.
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .output()
-        .unwrap()
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    c
 }
 
 /// The step and the bits of every array (ghosts included) of the last checkpoint in `dir/d`.
@@ -266,5 +281,36 @@ fn shallow_water_checkpoints_move_between_rank_counts() {
     assert_eq!(final_bits(&dir, "r").0, 24);
     ok(sim(&dir, &["run", "--restart", "r", "--quiet"]));
     assert!(final_bits(&dir, "r") == final_bits(&dir, "serial"), "4 -> 2 -> 1 ranks differs from the serial run");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Explicit heat2d on one (emulated where there is none) GPU per rank, the blocks whole rows,
+/// their ghost rows staged through the host: 2, 3 and 4 ranks give the serial CPU run's field
+/// bitwise, f32 and f64; a checkpoint of 4 GPU ranks continues on the CPU without MPI; a process
+/// grid that splits columns is refused.
+#[test]
+fn decomposed_heat2d_on_gpus_equals_the_serial_run_bitwise() {
+    if emulation::cuda().is_none() {
+        return;
+    }
+    let dir = scratch("mpi_heat2d_cuda");
+    for precision in ["f64", "f32"] {
+        write(&dir, "serial.yaml", &heat2d(precision, ""));
+        ok(sim(&dir, &["run", "serial.yaml", "--quiet", "--overwrite", "--out", "serial"]));
+        let serial = final_bits(&dir, "serial");
+        write(&dir, "case.yaml", &heat2d(precision, "backend: cuda"));
+        for np in [2, 3, 4] {
+            let o = ok(mpirun_cuda(&dir, np, &["run", "case.yaml", "--overwrite", "--out", "p"]));
+            assert!(String::from_utf8_lossy(&o.stdout).contains("cuda ("), "{}", stderr(&o));
+            assert!(final_bits(&dir, "p") == serial, "{precision} on {np} GPU ranks: the field differs");
+        }
+    }
+    ok(mpirun_cuda(&dir, 4, &["run", "case.yaml", "--quiet", "--overwrite", "--out", "r", "--steps", "13"]));
+    ok(sim(&dir, &["run", "--restart", "r", "--quiet", "--backend", "cpu"]));
+    assert!(final_bits(&dir, "r") == final_bits(&dir, "serial"), "4 GPU ranks -> CPU differs from the serial run");
+    write(&dir, "b.yaml", &heat2d("f64", "backend: cuda\nparallel: {ranks: [2, 2]}"));
+    let o = mpirun_cuda(&dir, 4, &["run", "b.yaml", "--overwrite", "--out", "b"]);
+    assert_eq!((o.status.code(), stderr(&o).matches("error:").count()), (Some(2), 1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("parallel.ranks") && stderr(&o).contains("rows"), "{}", stderr(&o));
     std::fs::remove_dir_all(dir).unwrap();
 }

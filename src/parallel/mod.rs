@@ -102,6 +102,15 @@ impl Comm for Single {
     }
 }
 
+/// This process's number among the processes of the MPI run on the same machine, as the
+/// launcher says (Open MPI, MPICH, Slurm); 0 where none does.
+pub fn local_rank() -> usize {
+    ["OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok()?.parse().ok())
+        .unwrap_or(0)
+}
+
 /// Indices of part `i` of `parts` near-equal parts of `0..n` (the first `n % parts` one longer).
 pub fn split(n: usize, parts: usize, i: usize) -> Range<usize> {
     let (q, r) = (n / parts, n % parts);

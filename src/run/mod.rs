@@ -14,7 +14,7 @@ pub use report::summary_text;
 
 use crate::error::{Result, SimError, input};
 use crate::parallel::Processes;
-use crate::solvers::Device;
+use crate::solvers::{self, Device};
 use schedule::Stop;
 
 /// `sim check`: what the run would do, with the checks of `sim run` that need no fields.
@@ -64,7 +64,8 @@ pub fn run_on(opts: &RunOptions, procs: Option<&dyn Processes>) -> Result<serde_
     let procs = procs.filter(|p| p.size() > 1);
     let plan = agreed(procs, plan(opts))?;
     let case = &plan.case;
-    let (device, mut note) = agreed(procs, crate::solvers::choose_device(opts.backend.unwrap_or(case.backend), case))?;
+    let local = procs.map_or(0, |_| crate::parallel::local_rank());
+    let (device, mut note) = agreed(procs, solvers::choose_device(opts.backend.unwrap_or(case.backend), case, local))?;
     let device = match device {
         Device::Cuda(gpu, o) => {
             let spec = case.solver.spec();

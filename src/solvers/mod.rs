@@ -184,8 +184,9 @@ pub fn entry(name: &str) -> Option<&'static Entry> {
     SOLVERS.iter().find(|e| e.name == name)
 }
 
-/// The device a run uses for `requested`, and a note for the user when `auto` chose.
-pub fn choose_device(requested: Backend, case: &Case) -> Result<(Device, Option<String>)> {
+/// The device a run uses for `requested`, and a note for the user when `auto` chose; a GPU is
+/// the one of the `local`-th process on this machine (see [`Gpu::open_local`]).
+pub fn choose_device(requested: Backend, case: &Case, local: usize) -> Result<(Device, Option<String>)> {
     let kind = case.solver.kind();
     let has_cuda = case.solver.spec().has_cuda();
     match requested {
@@ -193,11 +194,11 @@ pub fn choose_device(requested: Backend, case: &Case) -> Result<(Device, Option<
         Backend::Cuda if !has_cuda => {
             input(format!("backend cuda: solver {kind} has no CUDA kernels yet; use backend: cpu or auto"))
         }
-        Backend::Cuda => Ok((Device::Cuda(Gpu::open()?, case.gpu.clone()), None)),
+        Backend::Cuda => Ok((Device::Cuda(Gpu::open_local(local)?, case.gpu.clone()), None)),
         Backend::Auto if !has_cuda => {
             Ok((Device::Cpu(case.cpu.clone()), Some(format!("backend auto: using the CPU (no CUDA kernels for solver {kind})"))))
         }
-        Backend::Auto => match Gpu::open() {
+        Backend::Auto => match Gpu::open_local(local) {
             Ok(gpu) => {
                 let note = format!("backend auto: using CUDA device {}", gpu.name);
                 Ok((Device::Cuda(gpu, case.gpu.clone()), Some(note)))
@@ -224,8 +225,8 @@ pub fn build_on(case: &Case, precision: Precision, device: &Device) -> Result<Bo
 
 /// Build this rank's part of the solver of `case` split over the ranks `procs` of a run under
 /// MPI (the process grid from `parallel.ranks` or chosen), at its initial condition. So far
-/// explicit heat2d and the finite-volume shallow-water schemes on the CPU run on several ranks;
-/// the others are refused.
+/// explicit heat2d (CPU or CUDA) and the finite-volume shallow-water schemes on the CPU run on
+/// several ranks; the others are refused.
 pub fn build_parallel(
     case: &Case,
     precision: Precision,
@@ -233,12 +234,21 @@ pub fn build_parallel(
     procs: &dyn Processes,
 ) -> Result<(Box<dyn Solver>, Arc<dyn Comm>)> {
     match (&case.solver, device) {
-        (SolverCase::Heat2d(p), Device::Cpu(_)) if p.method == heat::Method::Explicit => {
+        (SolverCase::Heat2d(p), _) if p.method == heat::Method::Explicit => {
             let setup = p.setup();
             check_memory(p.memory_estimate(precision) / procs.size())?;
-            let dims = process_grid(procs.size(), setup.grid.n, case.parallel.ranks, 2)?;
+            // On GPUs the blocks are whole rows, so that the ghost rows staged through the host
+            // are contiguous.
+            let requested = match (device, case.parallel.ranks) {
+                (Device::Cuda(..), Some([px, _])) if px > 1 => {
+                    return input("parallel.ranks: with backend cuda the grid is split in rows only: [1, P]");
+                }
+                (Device::Cuda(..), _) => Some([1, procs.size()]),
+                (Device::Cpu(_), r) => r,
+            };
+            let dims = process_grid(procs.size(), setup.grid.n, requested, 2)?;
             let comm = procs.grid(dims, [false, false]);
-            Ok((heat::part::build(setup, precision, comm.clone()), comm))
+            Ok((heat::part::build(setup, precision, comm.clone(), device)?, comm))
         }
         (SolverCase::ShallowWater(p), Device::Cpu(_)) => {
             check_memory(p.memory_estimate(precision) / procs.size())?;
@@ -256,8 +266,8 @@ pub fn build_parallel(
         }
         _ => input(format!(
             "solver {} with this method and back end does not run on several MPI ranks yet ({} ranks asked; \
-             heat2d with method explicit and shallow_water with schemes cdklm16 and kp07 on the CPU do): run it \
-             with one rank",
+             heat2d with method explicit, on the CPU or CUDA, and shallow_water with schemes cdklm16 and kp07 on \
+             the CPU do): run it with one rank",
             case.solver.kind(),
             procs.size()
         )),

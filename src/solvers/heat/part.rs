@@ -5,11 +5,19 @@
 //! (zero there too) or ghosts (overwritten by the next exchange), so the field is bitwise the
 //! serial one for any process grid. Reductions (diagnostics, the guard) combine the ranks;
 //! checkpoints gather the field on rank 0 in the serial layout.
+//!
+//! On a GPU (one per rank) the block lives on the device and the process grid splits rows
+//! only: the ghost rows, contiguous, are staged through the host copy before every step. The
+//! device kernel computes what the CPU kernel does, bit for bit, so the field is again the
+//! serial one.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::cuda::HeatCuda;
 use super::{Setup, kernels};
+use crate::cuda::driver_err;
+use crate::solvers::Device;
 use crate::error::Result;
 use crate::parallel::{Block, Comm, Reduce};
 use crate::real::{Precision, Real};
@@ -30,10 +38,25 @@ pub struct Heat2dPart<T: Real> {
     /// (reported as its share).
     stepping: Duration,
     exchanging: Duration,
+    /// The block on a GPU; `temp` is then its host copy, current after `sync`.
+    gpu: Option<HeatCuda<T>>,
+    /// Where the block is updated: `cpu` or the device.
+    on: String,
 }
 
 impl<T: Real> Heat2dPart<T> {
-    /// The block of `comm`'s rank of the explicit heat2d of `setup`.
+    /// The block of `comm`'s rank of the explicit heat2d of `setup`, on `device`.
+    pub fn on(setup: Setup, comm: Arc<dyn Comm>, device: &Device) -> Result<Self> {
+        let mut part = Self::new(setup, comm);
+        if let Device::Cuda(gpu, opts) = device {
+            let grid = Grid { n: part.block.stored, ..part.setup.grid };
+            part.gpu = Some(HeatCuda::new(gpu, opts, &grid, &part.temp)?);
+            part.on = format!("cuda ({})", gpu.name);
+        }
+        Ok(part)
+    }
+
+    /// The block of `comm`'s rank of the explicit heat2d of `setup`, on the CPU.
     pub fn new(setup: Setup, comm: Arc<dyn Comm>) -> Self {
         let block = Block::of(comm.as_ref(), setup.grid.n, 1);
         let temp: Vec<T> = sample_nodes(&setup.grid, block.first, block.stored, |x, y| setup.exact.value(x, y, 0.0));
@@ -47,6 +70,8 @@ impl<T: Real> Heat2dPart<T> {
             time: 0.0,
             stepping: Duration::ZERO,
             exchanging: Duration::ZERO,
+            gpu: None,
+            on: "cpu".into(),
         };
         part.zero_edges();
         part
@@ -113,6 +138,15 @@ impl<T: Real> Solver for Heat2dPart<T> {
         // As the serial solver: exactly r for a full step, proportional for a landed one.
         let r = T::of(if dt == self.setup.dt { self.setup.r } else { self.setup.r * (dt / self.setup.dt) });
         let start = Instant::now();
+        if let Some(gpu) = &mut self.gpu {
+            exchange_rows(gpu, &self.block, self.comm.as_ref(), &mut self.temp)?;
+            self.exchanging += start.elapsed();
+            gpu.step(r)?;
+            self.stepping += start.elapsed();
+            self.step += 1;
+            self.time += dt;
+            return Ok(());
+        }
         let nx = self.block.stored[0];
         // The whole block while the ghosts travel, then again the lines next to them.
         let (next, mut update) = (&mut self.next, Duration::ZERO);
@@ -133,15 +167,22 @@ impl<T: Real> Solver for Heat2dPart<T> {
         Ok(())
     }
 
-    /// The ghosts current, for the output pieces' shared border.
+    /// The host copy current, ghosts included (for the output pieces' shared border).
     fn sync(&mut self) -> Result<()> {
+        if let Some(gpu) = &self.gpu {
+            gpu.field.download(&mut self.temp)?;
+        }
         self.block.exchange(self.comm.as_ref(), &mut self.temp);
         Ok(())
     }
 
+    fn wait(&mut self) -> Result<()> {
+        self.gpu.as_ref().map_or(Ok(()), |gpu| gpu.field.wait())
+    }
+
     fn backend(&self) -> String {
         let [px, py] = self.comm.dims();
-        format!("cpu, {} MPI ranks ({px} x {py})", self.comm.size())
+        format!("{}, {} MPI ranks ({px} x {py})", self.on, self.comm.size())
     }
 
     fn mesh(&self) -> Mesh {
@@ -202,6 +243,9 @@ impl<T: Real> Solver for Heat2dPart<T> {
         let n = self.setup.grid.n;
         let whole = take_array::<T>(&mut arrays, "T", &[n[1], n[0]])?;
         self.temp = self.block.cut(&whole, n);
+        if let Some(gpu) = &mut self.gpu {
+            gpu.field.upload(&self.temp)?;
+        }
         self.step = step;
         self.time = time;
         Ok(())
@@ -262,12 +306,26 @@ impl<T: Real> Solver for Heat2dPart<T> {
     }
 }
 
-/// The explicit heat2d of `setup` split over the ranks of `comm`.
-pub fn build(setup: Setup, precision: Precision, comm: Arc<dyn Comm>) -> Box<dyn Solver> {
-    match precision {
-        Precision::F32 => Box::new(Heat2dPart::<f32>::new(setup, comm)),
-        Precision::F64 => Box::new(Heat2dPart::<f64>::new(setup, comm)),
+/// The explicit heat2d of `setup` split over the ranks of `comm`, on `device`.
+pub fn build(setup: Setup, precision: Precision, comm: Arc<dyn Comm>, device: &Device) -> Result<Box<dyn Solver>> {
+    crate::in_precision!(precision, |T| Heat2dPart::<T>::on(setup, comm, device))
+}
+
+/// The ghost rows of the device block from the neighbouring ranks, staged through the host
+/// copy `temp`: the owned rows next to them down, exchanged, the ghost rows up.
+fn exchange_rows<T: Real>(gpu: &mut HeatCuda<T>, block: &Block, comm: &dyn Comm, temp: &mut [T]) -> Result<()> {
+    let ([nx, ny], [.., south, north]) = (block.stored, block.ghosts);
+    let f = &mut gpu.field;
+    let row = |r: usize| r * nx..(r + 1) * nx;
+    let rows = |lower: usize, upper: usize| [(south > 0).then_some(lower), (north > 0).then_some(upper)];
+    for r in rows(1, ny - 2).into_iter().flatten() {
+        f.stream.memcpy_dtoh(&f.temp.slice(row(r)), &mut temp[row(r)]).map_err(driver_err("download"))?;
     }
+    block.exchange(comm, temp);
+    for r in rows(0, ny - 1).into_iter().flatten() {
+        f.stream.memcpy_htod(&temp[row(r)], &mut f.temp.slice_mut(row(r))).map_err(driver_err("upload"))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

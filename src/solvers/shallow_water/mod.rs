@@ -221,7 +221,7 @@ impl<T: Real> ShallowWater<T> {
     pub fn on_ranks(params: &ShallowWaterParams, comm: Arc<dyn Comm>) -> Result<Self> {
         let sources = init::Sources::new(params)?;
         let ranks = part::Ranks::new(params.physics(), comm);
-        let halo = Some(part::Halo::new(ranks.comm.clone(), [params.nx, params.ny], 2));
+        let halo = Some(part::Halo::new(&ranks, 2));
         let (p, initial, rk) = (&ranks.block, sources.initial(), params.time_integration);
         let scheme: Box<dyn Scheme<T>> = match params.scheme {
             SchemeName::Cdklm16 => Box::new(cdklm16::Cdklm16::<T>::with_halo(p, &initial, rk, cdklm16::Op, halo)),
@@ -411,7 +411,11 @@ impl<T: Real> Solver for ShallowWater<T> {
     }
 
     fn advance(&mut self, dt: f64) -> Result<()> {
+        let start = std::time::Instant::now();
         self.scheme.step(dt, self.step == 0);
+        if let Some(r) = &mut self.ranks {
+            r.stepping += start.elapsed();
+        }
         self.scheme.failure()?;
         self.step += 1;
         self.time += dt;
@@ -593,6 +597,8 @@ impl<T: Real> Solver for ShallowWater<T> {
         m.insert("scheme".into(), self.params.scheme.name().into());
         if let Some(r) = &self.ranks {
             m.insert("ranks".into(), r.comm.size().into());
+            // Rank 0's share (its blocks are among the widest).
+            m.insert("halo_exchange_share".into(), r.exchange_share().into());
         }
         m.insert("reference".into(), "conservation of mass".into());
         m.insert("initial_mass".into(), self.initial_mass.into());

@@ -10,6 +10,8 @@
 
 use std::ops::Range;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use crate::parallel::{Block, Comm, Reduce, coords_of, split};
 use crate::real::Real;
@@ -22,18 +24,23 @@ use super::grid::{Field, Part, Physics, Side, Sides};
 pub struct Halo {
     comm: Arc<dyn Comm>,
     block: Block,
+    /// Nanoseconds spent in exchanges, shared with the solver's report.
+    spent: Arc<AtomicU64>,
 }
 
 impl Halo {
-    /// The exchange of the block `comm`'s rank holds with `halo` ghost layers on every side.
-    pub fn new(comm: Arc<dyn Comm>, n: [usize; 2], halo: usize) -> Self {
-        let block = Block::at(comm.dims(), comm.coords(), [[true; 2]; 2], n, halo);
-        Halo { comm, block }
+    /// The exchange of the block of `ranks` with `halo` ghost layers on every side.
+    pub fn new(ranks: &Ranks, halo: usize) -> Self {
+        let comm = ranks.comm.clone();
+        let block = Block::at(comm.dims(), comm.coords(), [[true; 2]; 2], [ranks.whole.nx, ranks.whole.ny], halo);
+        Halo { comm, block, spent: ranks.exchanging.clone() }
     }
 
     /// The ghosts of `f` towards the neighbouring ranks from them.
     pub fn exchange<T: Real>(&self, f: &mut Field<T>) {
+        let start = Instant::now();
         self.block.exchange(self.comm.as_ref(), &mut f.v);
+        self.spent.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
     }
 }
 
@@ -126,12 +133,21 @@ pub struct Ranks {
     /// The whole domain, and this rank's block of it ([`block_physics`]).
     pub whole: Physics,
     pub block: Physics,
+    /// Time spent in the steps, and in their halo exchanges (nanoseconds).
+    pub stepping: Duration,
+    exchanging: Arc<AtomicU64>,
 }
 
 impl Ranks {
     pub fn new(whole: Physics, comm: Arc<dyn Comm>) -> Self {
         let block = block_physics(&whole, comm.as_ref());
-        Ranks { comm, whole, block }
+        Ranks { comm, whole, block, stepping: Duration::ZERO, exchanging: Arc::default() }
+    }
+
+    /// The share of the steps' time spent in halo exchanges.
+    pub fn exchange_share(&self) -> f64 {
+        let spent = Duration::from_nanos(self.exchanging.load(Ordering::Relaxed));
+        spent.as_secs_f64() / self.stepping.as_secs_f64().max(f64::MIN_POSITIVE)
     }
 
     fn cells_of(&self, rank: usize) -> [Range<usize>; 2] {

@@ -269,6 +269,74 @@ fn decomposed_finite_volume_shallow_water_equals_the_serial_run_bitwise() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// A case of the finite-difference shallow-water `scheme` (fbl, ctcs) on a 23 x 19 grid (blocks
+/// of unequal widths) with every term at work: beta-plane Coriolis, friction, wind, uneven
+/// depth, an off-centre hump and (CTCS) eddy viscosity; 20 steps, a checkpoint at the end.
+fn fd_case(scheme: &str, precision: &str, compat: bool, boundary: &str, extra: &str) -> String {
+    let (dt, viscosity) = if scheme == "ctcs" { (500.0, "viscosity: 2000.0, ") } else { (1000.0, "") };
+    let solver = format!(
+        "shallow_water: {{scheme: {scheme}, nx: 23, ny: 19, dx: 50000.0, dt: {dt}, {viscosity}\
+         coriolis: {{f0: 1.2e-4, beta: 2.0e-11}}, friction: 0.001, wind: [1.0e-4, -2.0e-4], \
+         gpu_ocean_compat: {compat}, bathymetry: gpu_ocean_test, boundary: {boundary}, \
+         initial: {{hump: {{amplitude: 0.1, radius: 300000.0, width: 100000.0, center: [400000.0, 600000.0]}}}}}}"
+    );
+    heat_case("sw", &solver, precision, "{end_step: 20}", &format!("checkpoint: {{every_steps: 20}}\n{extra}"))
+}
+
+const WALLS: &str = "{}";
+const PERIODIC: &str = "{north: periodic, south: periodic, east: periodic, west: periodic}";
+const PERIODIC_NS: &str = "{north: periodic, south: periodic}";
+const PERIODIC_EW: &str = "{east: periodic, west: periodic}";
+const SPONGES: &str = "{north: {sponge: {cells: 3}}, east: {sponge: {cells: 2}}, \
+                       south: {sponge: {cells: 3}}, west: {sponge: {cells: 2}}}";
+const SPONGES_NS: &str = "{north: {sponge: {cells: 3}}, south: {sponge: {cells: 2}}, east: periodic, west: periodic}";
+const SPONGES_EW: &str = "{north: periodic, south: periodic, east: {sponge: {cells: 3}}, west: {sponge: {cells: 2}}}";
+
+/// `scheme` on P ranks against the serial run, every array of the checkpoint bit for bit, over
+/// a representative part of boundaries x process grids x precisions x `gpu_ocean_compat`:
+/// each boundary on process grids that split a periodic axis (where the exchange takes the
+/// place of the periodic copy) and on ones that leave it to one rank.
+fn decomposed_fd_equals_the_serial_run(scheme: &str) {
+    let dir = scratch(&format!("mpi_{scheme}"));
+    let grids: [(usize, &str); 6] = [
+        (2, ""),
+        (3, ""),
+        (4, ""),
+        (4, "parallel: {ranks: [4, 1]}"),
+        (4, "parallel: {ranks: [1, 4]}"),
+        (2, "parallel: {ranks: [1, 2]}"),
+    ];
+    let runs: [(&str, &str, bool, &[usize]); 7] = [
+        (WALLS, "f64", true, &[0, 1, 2]),
+        (PERIODIC, "f32", true, &[2, 3, 4]),
+        (PERIODIC, "f64", false, &[5]),
+        (PERIODIC_NS, "f64", false, &[1, 4]),
+        (PERIODIC_EW, "f32", true, &[3, 0]),
+        (SPONGES, "f64", true, &[2, 3]),
+        (SPONGES_NS, "f32", false, &[3]),
+    ];
+    let mixed = [(SPONGES_EW, "f64", true, &[4, 5][..])];
+    for (boundary, precision, compat, on) in runs.into_iter().chain(mixed) {
+        write(&dir, "serial.yaml", &fd_case(scheme, precision, compat, boundary, ""));
+        ok(sim(&dir, &["run", "serial.yaml", "--quiet", "--overwrite", "--out", "serial"]));
+        let serial = final_bits(&dir, "serial");
+        assert_eq!(serial.0, 20);
+        for &g in on {
+            let (np, extra) = grids[g];
+            write(&dir, "case.yaml", &fd_case(scheme, precision, compat, boundary, extra));
+            ok(mpirun(&dir, np, &["run", "case.yaml", "--quiet", "--overwrite", "--out", "p"]));
+            let p = final_bits(&dir, "p");
+            let differ: Vec<&str> =
+                serial.1.iter().zip(&p.1).filter(|(a, b)| a != b).map(|(a, _)| a.0.as_str()).collect();
+            assert!(
+                p.0 == serial.0 && p.1.len() == serial.1.len() && differ.is_empty(),
+                "{scheme} {precision} compat {compat}, boundary {boundary}, {np} ranks {extra}: {differ:?} differ"
+            );
+        }
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 /// A shallow-water checkpoint written on 4 ranks restarts on 2, whose checkpoint restarts
 /// without MPI: bitwise the uninterrupted serial run (adaptive steps, periodic across ranks).
 #[test]
@@ -312,5 +380,35 @@ fn decomposed_heat2d_on_gpus_equals_the_serial_run_bitwise() {
     let o = mpirun_cuda(&dir, 4, &["run", "b.yaml", "--overwrite", "--out", "b"]);
     assert_eq!((o.status.code(), stderr(&o).matches("error:").count()), (Some(2), 1), "{}", stderr(&o));
     assert!(stderr(&o).contains("parallel.ranks") && stderr(&o).contains("rows"), "{}", stderr(&o));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// FBL on 2, 3, 4 ranks (2 x 2, 4 x 1, 1 x 4, 1 x 2): the serial run's arrays bitwise, with
+/// walls, periodic sides (both axes, one axis, GPU Ocean's skipped corner faces of U) and
+/// sponges.
+#[test]
+fn decomposed_fbl_equals_the_serial_run_bitwise() {
+    decomposed_fd_equals_the_serial_run("fbl");
+}
+
+/// CTCS likewise, both time levels.
+#[test]
+fn decomposed_ctcs_equals_the_serial_run_bitwise() {
+    decomposed_fd_equals_the_serial_run("ctcs");
+}
+
+/// CTCS checkpointed on 4 ranks restarts on 2, whose checkpoint restarts without MPI: both
+/// levels carry over, bitwise the uninterrupted serial run.
+#[test]
+fn decomposed_ctcs_checkpoints_move_between_rank_counts() {
+    let dir = scratch("mpi_ctcs_restart");
+    write(&dir, "case.yaml", &fd_case("ctcs", "f64", true, PERIODIC, ""));
+    ok(sim(&dir, &["run", "case.yaml", "--quiet", "--overwrite", "--out", "serial"]));
+    ok(mpirun(&dir, 4, &["run", "case.yaml", "--quiet", "--overwrite", "--out", "r", "--steps", "7"]));
+    ok(mpirun(&dir, 2, &["run", "--restart", "r", "--quiet", "--steps", "6"]));
+    assert_eq!(final_bits(&dir, "r").0, 13);
+    ok(sim(&dir, &["run", "--restart", "r", "--quiet"]));
+    let (restarted, serial) = (final_bits(&dir, "r"), final_bits(&dir, "serial"));
+    assert!(restarted == serial, "4 -> 2 -> 1 ranks differs from the serial run");
     std::fs::remove_dir_all(dir).unwrap();
 }

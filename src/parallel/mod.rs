@@ -166,6 +166,10 @@ pub struct Block {
     pub stored: [usize; 2],
     /// Ghost layers at [west, east, south, north].
     pub ghosts: [usize; 4],
+    /// The ghost layers of a side that has a neighbour, [west, east, south, north]: the
+    /// neighbour above along an axis holds as many of this block's lines as the layer below,
+    /// the one below as many as the layer above.
+    layers: [usize; 4],
 }
 
 impl Block {
@@ -176,12 +180,25 @@ impl Block {
 
     /// The block at `coords` of process grid `dims`, with neighbours as `beside[axis][up]` says.
     pub fn at(dims: [usize; 2], coords: [usize; 2], beside: [[bool; 2]; 2], n: [usize; 2], ghost: usize) -> Block {
+        Block::with_layers(dims, coords, beside, n, [ghost; 4])
+    }
+
+    /// [`Block::at`] with `layers` ghost layers on the sides [west, east, south, north] that
+    /// have a neighbour: wider on the east and north for the faces of a staggered grid, which
+    /// a block owns on the west and south of its cells.
+    pub fn with_layers(
+        dims: [usize; 2],
+        coords: [usize; 2],
+        beside: [[bool; 2]; 2],
+        n: [usize; 2],
+        layers: [usize; 4],
+    ) -> Block {
         let owned = [0, 1].map(|a| split(n[a], dims[a], coords[a]));
-        let g = |a: usize, up: usize| if beside[a][up] { ghost } else { 0 };
+        let g = |a: usize, up: usize| if beside[a][up] { layers[2 * a + up] } else { 0 };
         let ghosts = [g(0, 0), g(0, 1), g(1, 0), g(1, 1)];
         let first = [0, 1].map(|a| owned[a].start as isize - ghosts[2 * a] as isize);
         let stored = [0, 1].map(|a| owned[a].len() + ghosts[2 * a] + ghosts[2 * a + 1]);
-        Block { owned, first, stored, ghosts }
+        Block { owned, first, stored, ghosts, layers }
     }
 
     /// The whole grid of `n` entries as one block (a run without MPI).
@@ -246,15 +263,22 @@ impl Block {
         self.exchange_along(comm, v, 1, &mut |_| {});
     }
 
+    /// One phase of [`Block::exchange`] alone: the ghost lines along `axis` (0: the columns of
+    /// every stored row, 1: whole stored rows).
+    pub fn exchange_axis<T: Real>(&self, comm: &dyn Comm, v: &mut [T], axis: usize) {
+        self.exchange_along(comm, v, axis, &mut |_| {});
+    }
+
     /// One phase of [`Block::exchange`]: the owned lines next to each neighbour along `axis`
-    /// go to it, tagged with the direction of travel (`2 axis` up, `2 axis + 1` down), and the
-    /// ghost lines come from it.
+    /// (as many as its ghost layer towards this block) go to it, tagged with the direction of
+    /// travel (`2 axis` up, `2 axis + 1` down), and the ghost lines come from it.
     fn exchange_along<T: Real>(&self, comm: &dyn Comm, v: &mut [T], axis: usize, during: &mut dyn FnMut(&[T])) {
         let n = self.stored[axis];
         let [below, above] = [self.ghosts[2 * axis], self.ghosts[2 * axis + 1]];
+        let [their_below, their_above] = [self.layers[2 * axis], self.layers[2 * axis + 1]];
         let (up, down) = (2 * axis as i32, 2 * axis as i32 + 1);
         let (to_up, to_down) = (comm.neighbour(axis, true), comm.neighbour(axis, false));
-        let sends = [(to_up, up, n - 2 * above..n - above), (to_down, down, below..2 * below)];
+        let sends = [(to_up, up, n - above - their_below..n - above), (to_down, down, below..below + their_above)];
         let receives = [(to_down, up, 0..below), (to_up, down, n - above..n)];
         let sent: Vec<(usize, i32, Vec<f64>)> = (sends.into_iter())
             .filter_map(|(to, tag, r)| to.filter(|_| !r.is_empty()).map(|to| (to, tag, self.lines(axis, r))))
@@ -306,6 +330,24 @@ mod tests {
         for (n, parts) in [(10, 3), (7, 7), (1000, 4), (5, 2)] {
             let all: Vec<usize> = (0..parts).flat_map(|i| split(n, parts, i)).collect();
             assert_eq!(all, (0..n).collect::<Vec<_>>(), "{n} in {parts}");
+        }
+    }
+
+    /// Wider ghost layers east and north (the faces of a staggered grid): a periodic block
+    /// that is its own neighbour gets its last column (row) west (south) and its first two
+    /// east (north), corners included.
+    #[test]
+    fn wider_layers_east_and_north_wrap_around() {
+        let comm = Single { periodic: [true, true] };
+        let b = Block::with_layers([1, 1], [0, 0], [[true; 2]; 2], [4, 3], [1, 2, 1, 2]);
+        assert_eq!(b.stored, [7, 6]);
+        let mut v = vec![f64::NAN; 42];
+        for (y, x) in (0..3).flat_map(|y| (0..4).map(move |x| (y, x))) {
+            v[(y + 1) * 7 + x + 1] = (10 * y + x) as f64;
+        }
+        b.exchange(&comm, &mut v);
+        for (j, i) in (0..6).flat_map(|j| (0..7).map(move |i| (j, i))) {
+            assert_eq!(v[j * 7 + i], (10 * ((j + 2) % 3) + (i + 3) % 4) as f64, "stored ({i}, {j})");
         }
     }
 

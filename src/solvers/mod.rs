@@ -225,8 +225,8 @@ pub fn build_on(case: &Case, precision: Precision, device: &Device) -> Result<Bo
 
 /// Build this rank's part of the solver of `case` split over the ranks `procs` of a run under
 /// MPI (the process grid from `parallel.ranks` or chosen), at its initial condition. So far
-/// explicit heat2d (CPU or CUDA) and the finite-volume shallow-water schemes on the CPU run on
-/// several ranks; the others are refused.
+/// explicit heat2d (CPU or CUDA) and the shallow-water schemes (fbl, ctcs, cdklm16, kp07) on the CPU
+/// run on several ranks; the others are refused.
 pub fn build_parallel(
     case: &Case,
     precision: Precision,
@@ -266,8 +266,8 @@ pub fn build_parallel(
         }
         _ => input(format!(
             "solver {} with this method and back end does not run on several MPI ranks yet ({} ranks asked; \
-             heat2d with method explicit, on the CPU or CUDA, and shallow_water with schemes cdklm16 and kp07 on \
-             the CPU do): run it with one rank",
+             heat2d with method explicit, on the CPU or CUDA, and shallow_water (fbl, ctcs, cdklm16, kp07) on the \
+             CPU do): run it with one rank",
             case.solver.kind(),
             procs.size()
         )),

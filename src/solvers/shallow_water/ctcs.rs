@@ -47,7 +47,7 @@ use crate::numerics::temporal::{self, RowStencil, Tiling};
 use crate::real::Real;
 use crate::solver::Place;
 
-use super::fd_boundary::{self, ETA, HU, HV, ROWS, State, View};
+use super::fd_boundary::{self, ETA, HU, HV, Halos, ROWS, State, View};
 use super::grid::{Field, Physics, Side};
 use super::scheme::{Cells, Initial, Scheme};
 
@@ -67,6 +67,8 @@ pub struct Ctcs<T> {
     pub(super) f_vq: Vec<T>,
     /// f at the cell-centre rows `l = 0..=ny+1` (`y = (l − ½)Δy`), for the V update.
     pub(super) f_c: Vec<T>,
+    /// The ghost exchange with the neighbouring ranks of a decomposed run.
+    halos: Option<Halos>,
 }
 
 /// Scalars of one step, in `T`.
@@ -118,9 +120,17 @@ struct Inputs<'a, T> {
 impl<T: Real> Ctcs<T> {
     /// Sample the initial state of the case into both levels and apply the boundary pass.
     pub fn new(p: &Physics, init: &Initial) -> Self {
+        Self::with_halo(p, init, None)
+    }
+
+    /// [`Ctcs::new`] on a rank's block (see [`super::part`]), its ghosts from the neighbours by
+    /// `halos`. A step reads level n with its ghosts and level n − 1 where it writes (its east
+    /// and north boundary faces included, the neighbours' first ones); exchanged in the ghost
+    /// pass of every new level, both levels hold the serial values on all their entries.
+    pub(super) fn with_halo(p: &Physics, init: &Initial, halos: Option<Halos>) -> Self {
         let h = Field::sample(p, ETA, init.depth);
         let mut cur = State::sample(p, init);
-        cur.fill(p, false);
+        cur.fill(p, false, halos.as_ref());
         let sponge = [p.sides.north, p.sides.east, p.sides.south, p.sides.west]
             .iter()
             .any(|s| matches!(s, Side::Sponge { .. }));
@@ -133,6 +143,7 @@ impl<T: Real> Ctcs<T> {
             cur,
             f_vq: fd_boundary::coriolis_rows(p, p.ny + 3, shift),
             f_c: fd_boundary::coriolis_rows(p, p.ny + 2, -0.5),
+            halos,
         }
     }
 
@@ -240,8 +251,8 @@ impl<T: Real> Ctcs<T> {
         if steps % 2 == 1 {
             std::mem::swap(&mut self.cur, &mut self.prev);
         }
-        self.cur.fill(&self.p, false);
-        self.prev.fill(&self.p, false);
+        self.cur.fill(&self.p, false, self.halos.as_ref());
+        self.prev.fill(&self.p, false, self.halos.as_ref());
     }
 }
 
@@ -631,8 +642,9 @@ unsafe fn eta_row<T: Real>(out: &mut [T], l: usize, ks: Range<usize>, inp: &Inpu
     }
 }
 
-/// [`Scheme::dt_limit`] of level `cur` (see there).
-pub(super) fn dt_limit<T: Real>(p: &Physics, h: &Field<T>, cur: &State<T>) -> f64 {
+/// [`Scheme::dt_limit`] of level `cur` (see there); on a rank's block the largest h and |u|
+/// of the whole domain (from `halos`), as in the serial run.
+fn dt_limit<T: Real>(p: &Physics, h: &Field<T>, cur: &State<T>, halos: Option<&Halos>) -> f64 {
     let depth = |l: usize, k: usize| h.at(l, k).f64() + cur.eta.at(l, k).f64();
     let h_max = fd_boundary::interior_max(p, depth);
     let u_max = fd_boundary::interior_max(p, |l, k| {
@@ -640,6 +652,7 @@ pub(super) fn dt_limit<T: Real>(p: &Physics, h: &Field<T>, cur: &State<T>) -> f6
         let q = [u.at(l, k), u.at(l, k + 1), v.at(l, k), v.at(l + 1, k)];
         q.iter().map(|x| x.f64().abs()).fold(0.0, f64::max) / depth(l, k)
     });
+    let (h_max, u_max) = halos.map_or((h_max, u_max), |all| (all.max(h_max), all.max(u_max)));
     let c = u_max + (p.g * h_max).sqrt();
     0.5 / (c * (1.0 / (p.dx * p.dx) + 1.0 / (p.dy * p.dy)).sqrt())
 }
@@ -656,7 +669,7 @@ impl<T: Real> Scheme<T> for Ctcs<T> {
         if let Some(ext) = &self.exterior {
             self.prev.relax(ext, &self.p);
         }
-        self.prev.fill(&self.p, false);
+        self.prev.fill(&self.p, false, self.halos.as_ref());
         std::mem::swap(&mut self.cur, &mut self.prev);
     }
 
@@ -668,7 +681,7 @@ impl<T: Real> Scheme<T> for Ctcs<T> {
     /// the interior cells of the newest level: `h = H + η`, `|u|` the largest of the four
     /// face transports of the cell divided by its h.
     fn dt_limit(&self) -> f64 {
-        dt_limit(&self.p, &self.h, &self.cur)
+        dt_limit(&self.p, &self.h, &self.cur, self.halos.as_ref())
     }
 
     fn cells(&self) -> Cells<T> {

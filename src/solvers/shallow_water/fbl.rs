@@ -40,7 +40,7 @@ use crate::numerics::temporal::{self, RowStencil, Tiling};
 use crate::real::Real;
 use crate::solver::Place;
 
-use super::fd_boundary::{self, ETA, HU, HV, ROWS, State, View};
+use super::fd_boundary::{self, ETA, HU, HV, Halos, ROWS, State, View};
 use super::grid::{Field, Physics, Side};
 use super::scheme::{Cells, Initial, Scheme};
 
@@ -57,6 +57,8 @@ pub struct Fbl<T> {
     /// (`y = (l − 1)Δy`).
     pub(super) f_u: Vec<T>,
     pub(super) f_v: Vec<T>,
+    /// The ghost exchange with the neighbouring ranks of a decomposed run.
+    halos: Option<Halos>,
 }
 
 /// Scalars of one step, in `T`.
@@ -94,9 +96,16 @@ struct Inputs<'a, T> {
 impl<T: Real> Fbl<T> {
     /// Sample the initial state of the case and apply the boundary pass to it.
     pub fn new(p: &Physics, init: &Initial) -> Self {
+        Self::with_halo(p, init, None)
+    }
+
+    /// [`Fbl::new`] on a rank's block (see [`super::part`]), its ghosts from the neighbours by
+    /// `halos`. The step computes everything from the old state (U* in the ghost rows too),
+    /// so one exchange per step, in the ghost pass, keeps the block's arrays the serial ones.
+    pub(super) fn with_halo(p: &Physics, init: &Initial, halos: Option<Halos>) -> Self {
         let h = Field::sample(p, ETA, init.depth);
         let mut cur = State::sample(p, init);
-        cur.fill(p, p.gpu_ocean_compat);
+        cur.fill(p, p.gpu_ocean_compat, halos.as_ref());
         let sponge = [p.sides.north, p.sides.east, p.sides.south, p.sides.west]
             .iter()
             .any(|s| matches!(s, Side::Sponge { .. }));
@@ -108,6 +117,7 @@ impl<T: Real> Fbl<T> {
             cur,
             f_u: fd_boundary::coriolis_rows(p, p.ny + 2, -0.5),
             f_v: fd_boundary::coriolis_rows(p, p.ny + 3, -1.0),
+            halos,
         }
     }
 
@@ -178,7 +188,7 @@ impl<T: Real> Fbl<T> {
         if steps % 2 == 1 {
             std::mem::swap(&mut self.cur, &mut self.next);
         }
-        self.cur.fill(&self.p, self.p.gpu_ocean_compat);
+        self.cur.fill(&self.p, self.p.gpu_ocean_compat, self.halos.as_ref());
     }
 }
 
@@ -448,7 +458,7 @@ impl<T: Real> Scheme<T> for Fbl<T> {
         if let Some(ext) = &self.exterior {
             self.next.relax(ext, &self.p);
         }
-        self.next.fill(&self.p, self.p.gpu_ocean_compat);
+        self.next.fill(&self.p, self.p.gpu_ocean_compat, self.halos.as_ref());
         std::mem::swap(&mut self.cur, &mut self.next);
     }
 

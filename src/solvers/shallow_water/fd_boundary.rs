@@ -13,6 +13,12 @@
 //!
 //! The passes fill ghosts only; sponge sides are left alone (their ghosts keep the initial
 //! values). North–south first, then east–west over all rows, so the corners come out right.
+//!
+//! On a rank's block of a decomposed run ([`super::part`]) the ghosts towards another rank
+//! come from it ([`Halos`]), along y before the north–south pass and along x before the
+//! east–west one, as the serial pass orders them: the east–west pass reads the ghost rows
+//! whole, which the neighbours along x hold only after their north–south pass. Every stored
+//! entry of a block, ghosts included, then holds the serial run's value.
 
 use std::ops::Range;
 
@@ -20,6 +26,7 @@ use crate::real::Real;
 use crate::solver::{Location, Place};
 
 use super::grid::{Field, Physics, Side};
+use super::part::{Halo, Ranks};
 use super::scheme::{Cells, Initial};
 
 /// Where η and H live.
@@ -57,14 +64,24 @@ impl<T: Real> State<T> {
         super::sponge::relax(&mut self.eta, &exterior.eta, ETA, p);
     }
 
-    /// The ghost-fill pass, in the order U, V, η. `fbl_corner_faces`: GPU Ocean's FBL
-    /// north–south periodic copy of U skips the two boundary faces of the ghost rows
-    /// (spec §3.3), so with periodic boundaries both ways those two corner faces keep their
-    /// initial value; CTCS (and FBL without `gpu_ocean_compat`) copy whole rows.
-    pub fn fill(&mut self, p: &Physics, fbl_corner_faces: bool) {
-        fill_u(&mut self.hu, p, fbl_corner_faces);
-        fill_v(&mut self.hv, p);
-        fill_eta(&mut self.eta, p);
+    /// The ghost-fill pass, north–south and then east–west, U, V, η in each; on a rank's
+    /// block with the exchanges of `halos` (see the module's doc). `fbl_corner_faces`: GPU
+    /// Ocean's FBL north–south periodic copy of U skips the two boundary faces of the ghost
+    /// rows (spec §3.3), so with periodic boundaries both ways those two corner faces keep
+    /// their initial value; CTCS (and FBL without `gpu_ocean_compat`) copy whole rows.
+    pub fn fill(&mut self, p: &Physics, fbl_corner_faces: bool, halos: Option<&Halos>) {
+        if let Some(h) = halos {
+            h.exchange_rows(self, p, fbl_corner_faces);
+        }
+        fill_u_rows(&mut self.hu, p, fbl_corner_faces);
+        fill_v_rows(&mut self.hv, p);
+        fill_rows(&mut self.eta, p);
+        if let Some(h) = halos {
+            h.exchange(self, 0);
+        }
+        fill_u_columns(&mut self.hu, p);
+        fill_columns(&mut self.hv, p);
+        fill_columns(&mut self.eta, p);
     }
 
     /// Interior cell-centre values (transports averaged from the two faces of each cell).
@@ -87,6 +104,83 @@ impl<T: Real> State<T> {
         }
         cells
     }
+}
+
+/// The ghost exchange of η, U and V on a rank's block of a decomposed run.
+#[derive(Clone)]
+pub(super) struct Halos {
+    eta: Halo,
+    hu: Halo,
+    hv: Halo,
+}
+
+impl Halos {
+    /// The exchanges of the block of `ranks`.
+    pub fn new(ranks: &Ranks) -> Self {
+        let halo = |place| Halo::new(ranks, place);
+        Halos { eta: halo(ETA), hu: halo(HU), hv: halo(HV) }
+    }
+
+    /// The ghosts of the three fields along `axis` from the neighbours.
+    fn exchange<T: Real>(&self, s: &mut State<T>, axis: usize) {
+        self.eta.exchange_axis(&mut s.eta, axis);
+        self.hu.exchange_axis(&mut s.hu, axis);
+        self.hv.exchange_axis(&mut s.hv, axis);
+    }
+
+    /// [`Halos::exchange`] along y. Where it takes the place of the periodic north–south
+    /// copy (the domain's ghost rows, a periodic y axis shared by several ranks), the entries
+    /// that copy leaves alone keep their values, as in the serial run: the ends of the rows
+    /// (filled by the east–west pass, or kept on a sponge side) and with `fbl_corner_faces`
+    /// GPU Ocean's skipped faces of U.
+    fn exchange_rows<T: Real>(&self, s: &mut State<T>, p: &Physics, fbl_corner_faces: bool) {
+        let nx = p.whole().0[0];
+        let u_copied = if fbl_corner_faces { fbl_copied_faces(nx) } else { 0..nx + 3 };
+        let kept = [(&s.eta, 1..nx + 1), (&s.hu, u_copied), (&s.hv, 1..nx + 1)].map(|(f, cols)| {
+            let at = uncopied(p, f, cols);
+            let values: Vec<T> = at.iter().map(|&(l, k)| f.at(l, k)).collect();
+            (at, values)
+        });
+        self.exchange(s, 1);
+        for (f, (at, values)) in [&mut s.eta, &mut s.hu, &mut s.hv].into_iter().zip(kept) {
+            for ((l, k), x) in at.into_iter().zip(values) {
+                f.set(l, k, x);
+            }
+        }
+    }
+
+    /// The largest of `v` over the ranks.
+    pub fn max(&self, v: f64) -> f64 {
+        self.eta.max(v)
+    }
+}
+
+/// The faces of U in the ghost rows that GPU Ocean's FBL periodic north–south copy covers
+/// (columns of the whole domain's array): its spec faces 1..=nx−1, our columns 2..=nx.
+fn fbl_copied_faces(nx: usize) -> Range<usize> {
+    2..nx + 1
+}
+
+/// The columns `cols` of the whole domain's array as the block's stored columns (the part
+/// it holds).
+fn local_cols(p: &Physics, cols: Range<usize>, width: usize) -> Range<usize> {
+    let ox = p.offset()[0];
+    cols.start.saturating_sub(ox)..cols.end.saturating_sub(ox).min(width)
+}
+
+/// The stored entries (row, column) of `f` on the block of `p` that a periodic north–south
+/// copy of the columns `copied` (of the whole domain's array) leaves alone: in the rows
+/// outside the whole domain's `1..=ny` (ghost rows, and V's north boundary row), the other
+/// columns. Empty unless the y axis is periodic.
+fn uncopied<T: Real>(p: &Physics, f: &Field<T>, copied: Range<usize>) -> Vec<(usize, usize)> {
+    let (([_, ny], [_, periodic_y]), oy) = (p.whole(), p.offset()[1]);
+    if !periodic_y {
+        return vec![];
+    }
+    let copied = local_cols(p, copied, f.width);
+    let rows = [0, p.ny + 1, p.ny + 2].into_iter().filter(|&l| l < f.height && !(1..=ny).contains(&(l + oy)));
+    let cols = (0..f.width).filter(move |k| !copied.contains(k));
+    rows.flat_map(|l| cols.clone().map(move |k| (l, k))).collect()
 }
 
 /// A field seen through a raw pointer: the kernels read and write row segments of it, in
@@ -177,9 +271,9 @@ fn each_row<T: Real>(f: &mut Field<T>, op: impl Fn(&mut [T])) {
     f.v.chunks_exact_mut(w).for_each(op);
 }
 
-/// η (and any cell-centred field): walls copy the adjacent interior row/column, periodic
-/// sides the opposite interior one.
-pub(super) fn fill_eta<T: Real>(eta: &mut Field<T>, p: &Physics) {
+/// The ghost rows of η (and any cell-centred field): walls copy the adjacent interior row,
+/// periodic sides the opposite interior one ([`fill_columns`] does the columns).
+fn fill_rows<T: Real>(eta: &mut Field<T>, p: &Physics) {
     let (nx, ny) = (p.nx, p.ny);
     let w = eta.width;
     match p.sides.south {
@@ -192,7 +286,6 @@ pub(super) fn fill_eta<T: Real>(eta: &mut Field<T>, p: &Physics) {
         Side::Periodic => copy_row(eta, 1, ny + 1, 1..nx + 1),
         Side::Sponge { .. } | Side::Neighbour => {}
     }
-    fill_columns(eta, p);
 }
 
 /// The east and west ghost columns of a field at the cell centres along x (η, V): walls
@@ -213,10 +306,10 @@ fn fill_columns<T: Real>(f: &mut Field<T>, p: &Physics) {
     });
 }
 
-/// V = hv: walls zero the boundary face and mirror the ghost row with the sign flipped
-/// (`V[0] = -V[2]`, `V[ny+2] = -V[ny]`), and copy the adjacent column east–west (free slip);
-/// periodic sides copy the opposite rows/columns.
-pub(super) fn fill_v<T: Real>(v: &mut Field<T>, p: &Physics) {
+/// The ghost rows of V = hv: walls zero the boundary face and mirror the ghost row with the
+/// sign flipped (`V[0] = -V[2]`, `V[ny+2] = -V[ny]`), periodic sides copy the opposite rows
+/// ([`fill_columns`] does the columns: a copy of the adjacent one at walls, free slip).
+fn fill_v_rows<T: Real>(v: &mut Field<T>, p: &Physics) {
     let (nx, ny) = (p.nx, p.ny);
     match p.sides.south {
         Side::Wall => {
@@ -237,19 +330,14 @@ pub(super) fn fill_v<T: Real>(v: &mut Field<T>, p: &Physics) {
         }
         Side::Sponge { .. } | Side::Neighbour => {}
     }
-    fill_columns(v, p);
 }
 
-/// U = hu: walls copy the adjacent interior row north–south, zero the boundary face and
-/// mirror the ghost face with the sign flipped east–west (`U[0] = -U[2]`,
-/// `U[nx+2] = -U[nx]`); periodic sides copy the opposite rows/faces
-/// (`U[nx+1] = U[1]`: the two boundary faces are one face). See [`State::fill`] for
-/// `fbl_corner_faces`.
-pub(super) fn fill_u<T: Real>(u: &mut Field<T>, p: &Physics, fbl_corner_faces: bool) {
-    let (nx, ny) = (p.nx, p.ny);
+/// The ghost rows of U = hu: walls copy the adjacent interior row, periodic sides the
+/// opposite one (see [`State::fill`] for `fbl_corner_faces`).
+fn fill_u_rows<T: Real>(u: &mut Field<T>, p: &Physics, fbl_corner_faces: bool) {
+    let ny = p.ny;
     let w = u.width;
-    // FBL's spec faces 1..=nx-1 are our columns 2..=nx.
-    let periodic_cols = if fbl_corner_faces { 2..nx + 1 } else { 0..w };
+    let periodic_cols = if fbl_corner_faces { local_cols(p, fbl_copied_faces(p.whole().0[0]), w) } else { 0..w };
     match p.sides.south {
         Side::Wall => copy_row(u, 1, 0, 0..w),
         Side::Periodic => copy_row(u, ny, 0, periodic_cols.clone()),
@@ -260,6 +348,14 @@ pub(super) fn fill_u<T: Real>(u: &mut Field<T>, p: &Physics, fbl_corner_faces: b
         Side::Periodic => copy_row(u, 1, ny + 1, periodic_cols),
         Side::Sponge { .. } | Side::Neighbour => {}
     }
+}
+
+/// The ghost faces of U east and west, over all rows: walls zero the boundary face and
+/// mirror the ghost face with the sign flipped (`U[0] = -U[2]`, `U[nx+2] = -U[nx]`);
+/// periodic sides copy the opposite faces (`U[nx+1] = U[1]`: the two boundary faces are one
+/// face).
+fn fill_u_columns<T: Real>(u: &mut Field<T>, p: &Physics) {
+    let nx = p.nx;
     let (west, east) = (p.sides.west, p.sides.east);
     each_row(u, |r| {
         match west {
@@ -294,10 +390,11 @@ pub(super) fn blockable(p: &Physics) -> bool {
     [s.north, s.east, s.south, s.west].iter().all(|&side| side == Side::Wall) && p.nx >= 2 && p.ny >= 2
 }
 
-/// Coriolis parameter `f(y)` at `y = (row + offset) dy` for every row `0..rows`, rounded
-/// to `T` once.
+/// Coriolis parameter `f(y)` at `y = (row + offset) dy` for every stored row `0..rows`
+/// (its row in the whole domain on a rank's block), rounded to `T` once.
 pub(super) fn coriolis_rows<T: Real>(p: &Physics, rows: usize, offset: f64) -> Vec<T> {
-    (0..rows).map(|l| T::of(p.coriolis((l as f64 + offset) * p.dy))).collect()
+    let oy = p.offset()[1];
+    (0..rows).map(|l| T::of(p.coriolis(((l + oy) as f64 + offset) * p.dy))).collect()
 }
 
 /// Largest interior value of `f(l, k)` over the interior cells (a max: independent of any

@@ -191,11 +191,17 @@ pub struct At {
 
 /// `[width, height]` of the array stored at `place` on the `nx x ny` cell grid of `p`.
 pub fn stored_dims(p: &Physics, place: Place) -> [usize; 2] {
-    let (ex, ey) = match place.loc {
-        Location::Cell => (0, 0),
-        Location::Node => (1, 1),
-        Location::FaceX => (1, 0),
-        Location::FaceY => (0, 1),
-    };
+    let [ex, ey] = extra(place.loc);
     [p.nx + ex + 2 * place.halo, p.ny + ey + 2 * place.halo]
+}
+
+/// The entries along x and y of an array at `loc` beyond one per cell: the faces (or
+/// corners) on the east and north of the last cells.
+pub fn extra(loc: Location) -> [usize; 2] {
+    match loc {
+        Location::Cell => [0, 0],
+        Location::Node => [1, 1],
+        Location::FaceX => [1, 0],
+        Location::FaceY => [0, 1],
+    }
 }

@@ -217,18 +217,19 @@ impl<T: Real> ShallowWater<T> {
         Self::start(params, scheme, backend, tiling, None)
     }
 
-    /// The block of `comm`'s rank of the case's domain, on the CPU (see [`part`]).
+    /// The block of `comm`'s rank of the case's domain, on the CPU (see [`part`]), for every
+    /// scheme; not blocked in time.
     pub fn on_ranks(params: &ShallowWaterParams, comm: Arc<dyn Comm>) -> Result<Self> {
         let sources = init::Sources::new(params)?;
         let ranks = part::Ranks::new(params.physics(), comm);
-        let halo = Some(part::Halo::new(&ranks, 2));
+        let halo = || Some(part::Halo::new(&ranks, fv::CELLS));
+        let halos = || Some(fd_boundary::Halos::new(&ranks));
         let (p, initial, rk) = (&ranks.block, sources.initial(), params.time_integration);
         let scheme: Box<dyn Scheme<T>> = match params.scheme {
-            SchemeName::Cdklm16 => Box::new(cdklm16::Cdklm16::<T>::with_halo(p, &initial, rk, cdklm16::Op, halo)),
-            SchemeName::Kp07 => Box::new(kp07::Kp07::<T>::with_halo(p, &initial, rk, kp07::Op, halo)),
-            s => {
-                return input(format!("solver.shallow_water.scheme: {} does not run on several MPI ranks yet", s.name()));
-            }
+            SchemeName::Fbl => Box::new(fbl::Fbl::<T>::with_halo(p, &initial, halos())),
+            SchemeName::Ctcs => Box::new(ctcs::Ctcs::<T>::with_halo(p, &initial, halos())),
+            SchemeName::Cdklm16 => Box::new(cdklm16::Cdklm16::<T>::with_halo(p, &initial, rk, cdklm16::Op, halo())),
+            SchemeName::Kp07 => Box::new(kp07::Kp07::<T>::with_halo(p, &initial, rk, kp07::Op, halo())),
         };
         let [px, py] = ranks.comm.dims();
         let backend = format!("cpu, {} MPI ranks ({px} x {py})", ranks.comm.size());
@@ -547,11 +548,11 @@ impl<T: Real> Solver for ShallowWater<T> {
         whole.into_iter().flatten().map(|(name, place, v)| StateArray::field(name, place, &mesh, T::wrap(v))).collect()
     }
 
-    /// The serial arrays' names and shapes, on every rank.
+    /// The serial arrays' names and shapes, on every rank (`state` gathers on rank 0 alone).
     fn state_layout(&self) -> Vec<ArraySpec> {
         let mesh = self.mesh();
-        let arrays = self.scheme.arrays();
-        arrays.iter().map(|(name, place, _)| ArraySpec::field(name, *place, &mesh, T::PRECISION)).collect()
+        let arrays = self.scheme.arrays().into_iter();
+        arrays.map(|(name, place, _)| ArraySpec::field(name, place, &mesh, T::PRECISION)).collect()
     }
 
     /// From the serial arrays (under MPI every rank cuts its block out of them).

@@ -5,6 +5,11 @@
 //! the serial run, and the ghosts the block holds beyond the domain's sides come out as the
 //! serial run's, so the state is bitwise the serial one for any process grid.
 //!
+//! The finite-difference schemes' faces of the C grid ([`Halo::new`] of a face place): a
+//! block owns the faces west and south of its cells, and holds the neighbour's first faces
+//! east and north as ghosts too; their exchange goes along y, then x, between the passes of
+//! the boundary fill (see the module `fd_boundary`).
+//!
 //! Checkpoints hold the serial arrays, ghosts included: [`Window`] places a block's arrays in
 //! them, each rank contributing its cells and, at the domain's sides, the ghosts beyond.
 
@@ -19,7 +24,7 @@ use crate::solver::{Grid, Mesh, NonFinite, Piece, Place};
 
 use super::grid::{Field, Part, Physics, Side, Sides};
 
-/// The ghost exchange of a block's cell-centred fields.
+/// The ghost exchange of a block's fields at one place.
 #[derive(Clone)]
 pub struct Halo {
     comm: Arc<dyn Comm>,
@@ -29,18 +34,34 @@ pub struct Halo {
 }
 
 impl Halo {
-    /// The exchange of the block of `ranks` with `halo` ghost layers on every side.
-    pub fn new(ranks: &Ranks, halo: usize) -> Self {
-        let comm = ranks.comm.clone();
-        let block = Block::at(comm.dims(), comm.coords(), [[true; 2]; 2], [ranks.whole.nx, ranks.whole.ny], halo);
+    /// The exchange of the block of `ranks` of its fields stored at `place`: `place.halo` ghost
+    /// layers on every side, and on the east and north the faces (or corners) of the block's
+    /// last cells, which the neighbour there owns (a block owns the faces west and south of its
+    /// cells, see [`Window`]).
+    pub fn new(ranks: &Ranks, place: Place) -> Self {
+        let (comm, n) = (ranks.comm.clone(), [ranks.whole.nx, ranks.whole.ny]);
+        let (h, [ex, ey]) = (place.halo, super::grid::extra(place.loc));
+        let block = Block::with_layers(comm.dims(), comm.coords(), [[true; 2]; 2], n, [h, h + ex, h, h + ey]);
         Halo { comm, block, spent: ranks.exchanging.clone() }
     }
 
-    /// The ghosts of `f` towards the neighbouring ranks from them.
+    /// The ghosts of `f` towards the neighbouring ranks from them (corners included).
     pub fn exchange<T: Real>(&self, f: &mut Field<T>) {
         let start = Instant::now();
         self.block.exchange(self.comm.as_ref(), &mut f.v);
         self.spent.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    }
+
+    /// The ghosts of `f` along `axis` alone (0: the columns of every row, 1: whole rows).
+    pub fn exchange_axis<T: Real>(&self, f: &mut Field<T>, axis: usize) {
+        let start = Instant::now();
+        self.block.exchange_axis(self.comm.as_ref(), &mut f.v, axis);
+        self.spent.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    }
+
+    /// The largest of `v` over the ranks.
+    pub fn max(&self, v: f64) -> f64 {
+        self.comm.all_reduce(v, Reduce::Max)
     }
 }
 

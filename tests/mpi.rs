@@ -22,10 +22,10 @@ fn mpirun(dir: &Path, np: usize, args: &[&str]) -> Output {
         .unwrap()
 }
 
-/// The bits of the field of the last checkpoint in `dir/d`.
+/// The step and the bits of the state (every array) of the last checkpoint in `dir/d`.
 fn final_bits(dir: &Path, d: &str) -> (u64, Vec<u64>) {
     let (meta, arrays) = sim::io::checkpoint::read(&sim::io::checkpoint::list(&dir.join(d)).pop().unwrap().1).unwrap();
-    (meta.step, arrays[0].values.to_f64().iter().map(|v| v.to_bits()).collect())
+    (meta.step, arrays.iter().flat_map(|a| a.values.to_f64()).map(|v| v.to_bits()).collect())
 }
 
 fn heat2d(precision: &str, extra: &str) -> String {
@@ -98,25 +98,45 @@ fn pvti_output_reads_as_the_serial_vti() {
     ok(mpirun(&dir, 4, &["run", "case.yaml", "--quiet", "--overwrite", "--out", "p", "--steps", "30"]));
     let pvd = std::fs::read_to_string(dir.join("p/h.pvd")).unwrap();
     assert!(pvd.contains("file=\"h_00000015.pvti\""), "{pvd}");
+    same_images(&dir, "h", &["00000000", "00000015", "00000030"], &["T", "T_exact"]);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// VTK's readers give the same image, arrays `names` bit for bit, from `serial/<name>_<step>.vti`
+/// as from the pieces of `p/<name>_<step>.pvti`, at each of `steps`; and each piece alone holds
+/// the serial values over its extent (the border nodes it shares with a neighbour too, which
+/// the assembled image may take from the neighbour).
+fn same_images(dir: &Path, name: &str, steps: &[&str], names: &[&str]) {
     let script = r#"
-import sys, vtk
+import os, sys, vtk
+import xml.etree.ElementTree as ET
 from vtk.util.numpy_support import vtk_to_numpy as v
 import numpy as np
-a = vtk.vtkXMLImageDataReader(); a.SetFileName(sys.argv[1]); a.Update(); a = a.GetOutput()
-b = vtk.vtkXMLPImageDataReader(); b.SetFileName(sys.argv[2]); b.Update(); b = b.GetOutput()
+def read(reader, path):
+    r = reader(); r.SetFileName(path); r.Update(); return r.GetOutput()
+a = read(vtk.vtkXMLImageDataReader, sys.argv[1])
+b = read(vtk.vtkXMLPImageDataReader, sys.argv[2])
 assert a.GetDimensions() == b.GetDimensions() and a.GetOrigin() == b.GetOrigin() and a.GetSpacing() == b.GetSpacing()
-for name in ["T", "T_exact"]:
+# A piece file reads as the whole extent with its own extent filled in.
+at = os.path.dirname(sys.argv[2])
+pieces = [([*map(int, p.get("Extent").split())], read(vtk.vtkXMLImageDataReader, os.path.join(at, p.get("Source"))))
+          for p in ET.parse(sys.argv[2]).iter("Piece")]
+nx, ny, _ = a.GetDimensions()
+for name in sys.argv[3].split(","):
     x, y = v(a.GetPointData().GetArray(name)), v(b.GetPointData().GetArray(name))
     assert x.dtype == y.dtype and np.array_equal(x, y), name
+    for (x0, x1, y0, y1, _, _), piece in pieces:
+        z = v(piece.GetPointData().GetArray(name)).reshape(ny, nx, -1)[y0:y1 + 1, x0:x1 + 1]
+        assert np.array_equal(x.reshape(ny, nx, -1)[y0:y1 + 1, x0:x1 + 1], z), (name, x0, y0)
 assert b.GetFieldData().GetArray("TimeValue").GetValue(0) == a.GetFieldData().GetArray("TimeValue").GetValue(0)
 print("same")
 "#;
-    for step in ["00000000", "00000015", "00000030"] {
-        let (s, p) = (format!("serial/h_{step}.vti"), format!("p/h_{step}.pvti"));
-        let o = Command::new("python3").args(["-c", script, &s, &p]).current_dir(&dir).output().unwrap();
+    for step in steps {
+        let (s, p) = (format!("serial/{name}_{step}.vti"), format!("p/{name}_{step}.pvti"));
+        let args = ["-c", script, &s, &p, &names.join(",")];
+        let o = Command::new("python3").args(args).current_dir(dir).output().unwrap();
         assert!(String::from_utf8_lossy(&o.stdout).contains("same"), "step {step}: {}", stderr(&o));
     }
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 /// Bad input under mpirun: every rank exits with 2, one message names the problem, nothing
@@ -131,9 +151,16 @@ fn bad_input_stops_every_rank_with_one_message() {
         ("method", case("heat2d: {n: 33, r: 2.0, method: adi}", ""), "MPI ranks"),
         ("narrow", case("heat2d: {n: 7, r: 0.2}", "parallel: {ranks: [4, 1]}"), "narrower"),
     ];
+    refused_on_4_ranks(&dir, &cases);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Each `(what, case text, needle)` on 4 ranks: exit 2 on every rank, one message that contains
+/// the needle, nothing written.
+fn refused_on_4_ranks(dir: &Path, cases: &[(&str, String, &str)]) {
     for (what, text, needle) in cases {
-        write(&dir, "b.yaml", &text);
-        let o = mpirun(&dir, 4, &["run", "b.yaml", "--overwrite"]);
+        write(dir, "b.yaml", text);
+        let o = mpirun(dir, 4, &["run", "b.yaml", "--overwrite"]);
         let err = stderr(&o);
         assert_eq!(o.status.code(), Some(2), "{what}: {err}");
         assert_eq!(err.matches("error:").count(), 1, "{what}: one message: {err}");
@@ -141,7 +168,6 @@ fn bad_input_stops_every_rank_with_one_message() {
     }
     // Refused before anything is written.
     assert!(!dir.join("out").exists());
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 /// A non-finite value that spreads from one node: the decomposed run stops at the same guard
@@ -167,6 +193,172 @@ fn the_guard_names_the_serial_runs_node() {
     assert_eq!(serial.status.code(), Some(1), "{err}");
     let what = err.trim_start_matches("error: ").split(';').next().unwrap().to_string();
     assert!(what.contains("at node (") && what.contains("at step 7"), "{err}");
+    for np in [2, 4] {
+        let o = mpirun(&dir, np, &["run", "--restart", "nan/checkpoint_00000005.h5", "--out", "p", "--quiet"]);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{np} ranks: {e}");
+        assert_eq!(e.matches("error:").count(), 1, "{np} ranks: {e}");
+        assert!(e.contains(&what), "{np} ranks: {e}\nserial: {err}");
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// A small cavity case: `n` nodes a side (blocks of unequal widths), residual checks every 7
+/// steps against `tol`, for at most `steps` steps.
+fn cavity(n: usize, precision: &str, tol: &str, steps: u64, extra: &str) -> String {
+    heat_case(
+        "c",
+        &format!("cavity: {{n: {n}, re: 100, residual: {{every: 7, tol: {tol}}}}}"),
+        precision,
+        &format!("{{end_step: {steps}}}"),
+        &format!(
+            "backend: cpu\noutput: {{every_steps: 25}}\ncheckpoint: {{every_steps: 30}}\n\
+             guard: {{check_every: 7}}\n{extra}"
+        ),
+    )
+}
+
+/// The history of run `d` without the wall time, and its result files: the decomposed run's
+/// equal the serial run's (the kinetic energy, a sum in another order, to 10 digits).
+fn history_and_results(dir: &Path, d: &str) -> Vec<String> {
+    let h = std::fs::read_to_string(dir.join(d).join("history.csv")).unwrap();
+    let rows = h.lines().map(|l| {
+        let columns: Vec<&str> = l.split(',').collect();
+        [&columns[..2], &columns[3..]].concat().join(",")
+    });
+    let files = ["centreline_u.csv", "centreline_v.csv", "profile_u.csv", "profile_v.csv"];
+    rows.chain(files.iter().map(|f| std::fs::read_to_string(dir.join(d).join(f)).unwrap())).collect()
+}
+
+/// The summary's errors without what depends on the decomposition.
+fn cavity_errors(dir: &Path, d: &str) -> serde_json::Value {
+    let text = std::fs::read_to_string(dir.join(d).join("summary.json")).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let mut errors = v["errors"].take();
+    for key in ["temporal_block", "ranks", "halo_exchange_share"] {
+        errors.as_object_mut().unwrap().remove(key);
+    }
+    serde_json::json!({"status": v["status"], "step": v["step"], "errors": errors})
+}
+
+/// The cavity on P = 1, 2, 3, 4 (2 x 2) ranks and on the process grids [4, 1] and [1, 4] gives
+/// the serial run's state bitwise (u, v, p, the residual snapshots, R_K and the sums of the
+/// squared change), history, profiles and comparison with Ghia et al., in f64 (41 nodes) and
+/// f32 (40: the profiles average two middle lines, on different ranks).
+#[test]
+fn decomposed_cavity_equals_the_serial_run_bitwise() {
+    let dir = scratch("mpi_cavity");
+    for (n, precision) in [(41, "f64"), (40, "f32")] {
+        let runs: [(usize, &str); 6] =
+            [(1, ""), (2, ""), (3, ""), (4, ""), (4, "parallel: {ranks: [4, 1]}"), (4, "parallel: {ranks: [1, 4]}")];
+        write(&dir, "serial.yaml", &cavity(n, precision, "1.0e-4", 60, ""));
+        ok(sim(&dir, &["run", "serial.yaml", "--quiet", "--overwrite", "--out", "serial"]));
+        let serial = final_bits(&dir, "serial");
+        assert_eq!(serial.0, 60);
+        for (np, extra) in runs {
+            write(&dir, "case.yaml", &cavity(n, precision, "1.0e-4", 60, extra));
+            let o = ok(mpirun(&dir, np, &["run", "case.yaml", "--overwrite", "--out", "p"]));
+            let out = String::from_utf8_lossy(&o.stdout);
+            if np > 1 {
+                assert!(out.contains(&format!("{np} MPI ranks")), "{out}");
+            }
+            assert!(final_bits(&dir, "p") == serial, "{precision} on {np} ranks {extra}: the state differs");
+            assert_eq!(history_and_results(&dir, "p"), history_and_results(&dir, "serial"), "{np} ranks {extra}");
+            assert_eq!(cavity_errors(&dir, "p"), cavity_errors(&dir, "serial"), "{np} ranks {extra}");
+        }
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// With a loose tolerance the serial run converges at step 105 (R_K below it at the checks
+/// of steps 98 and 105); decomposed runs stop there too, with the same state and report.
+#[test]
+fn decomposed_cavity_converges_at_the_serial_step() {
+    let dir = scratch("mpi_cavity_converged");
+    let case = |extra: &str| cavity(41, "f64", "4.3", 300, extra);
+    write(&dir, "serial.yaml", &case(""));
+    ok(sim(&dir, &["run", "serial.yaml", "--quiet", "--overwrite", "--out", "serial"]));
+    let serial = cavity_errors(&dir, "serial");
+    assert_eq!((serial["status"].as_str(), serial["step"].as_u64()), (Some("converged"), Some(105)), "{serial}");
+    for (np, extra) in [(2, ""), (3, ""), (4, ""), (4, "parallel: {ranks: [4, 1]}")] {
+        write(&dir, "case.yaml", &case(extra));
+        ok(mpirun(&dir, np, &["run", "case.yaml", "--quiet", "--overwrite", "--out", "p"]));
+        assert_eq!(cavity_errors(&dir, "p"), serial, "{np} ranks {extra}");
+        assert!(final_bits(&dir, "p") == final_bits(&dir, "serial"), "{np} ranks {extra}: the state differs");
+        assert_eq!(history_and_results(&dir, "p"), history_and_results(&dir, "serial"), "{np} ranks {extra}");
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// A cavity checkpoint written on 4 ranks restarts on 2, whose checkpoint restarts without
+/// MPI: bitwise the serial run, both after the residual check of step 14 on 2 ranks (which
+/// reads the snapshot of step 7 from the checkpoint) and at the end.
+#[test]
+fn cavity_checkpoints_move_between_rank_counts() {
+    let dir = scratch("mpi_cavity_restart");
+    write(&dir, "case.yaml", &cavity(41, "f64", "1.0e-4", 60, ""));
+    ok(sim(&dir, &["run", "case.yaml", "--quiet", "--overwrite", "--out", "serial"]));
+    ok(sim(&dir, &["run", "case.yaml", "--quiet", "--overwrite", "--out", "serial15", "--steps", "15"]));
+    ok(mpirun(&dir, 4, &["run", "case.yaml", "--quiet", "--overwrite", "--out", "r", "--steps", "13"]));
+    ok(mpirun(&dir, 2, &["run", "--restart", "r", "--quiet", "--steps", "2"]));
+    assert!(final_bits(&dir, "r") == final_bits(&dir, "serial15"), "4 -> 2 ranks differs from the serial run");
+    ok(sim(&dir, &["run", "--restart", "r", "--quiet"]));
+    assert!(final_bits(&dir, "r") == final_bits(&dir, "serial"), "4 -> 2 -> 1 ranks differs from the serial run");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// The cavity's `.pvti` reads as the serial `.vti`, every array bit for bit (the vorticity at
+/// the nodes the pieces share from the neighbour's values).
+#[test]
+fn cavity_pvti_output_reads_as_the_serial_vti() {
+    if !python_has("vtk") {
+        return;
+    }
+    let dir = scratch("mpi_cavity_pvti");
+    write(&dir, "case.yaml", &cavity(41, "f32", "1.0e-4", 60, ""));
+    ok(sim(&dir, &["run", "case.yaml", "--quiet", "--overwrite", "--out", "serial"]));
+    ok(mpirun(&dir, 4, &["run", "case.yaml", "--quiet", "--overwrite", "--out", "p", "--steps", "50"]));
+    same_images(&dir, "c", &["00000000", "00000025", "00000050"], &["velocity", "p", "vorticity", "speed"]);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Bad cavity input under mpirun: every rank exits with 2, one message names the problem.
+#[test]
+fn bad_cavity_input_stops_every_rank_with_one_message() {
+    let dir = scratch("mpi_cavity_bad");
+    let case = |solver: &str, extra: &str| heat_case("b", solver, "f64", "{end_step: 5}", extra);
+    let cases = [
+        ("unknown key", case("cavity: {n: 41, re: 100, bogus: 1}", ""), "bogus"),
+        ("value", case("cavity: {n: 41, re: -100}", ""), "solver.cavity.re"),
+        ("ranks", case("cavity: {n: 41, re: 100}", "parallel: {ranks: [3, 1]}"), "parallel.ranks"),
+        ("narrow", case("cavity: {n: 7, re: 100}", "parallel: {ranks: [4, 1]}"), "narrower"),
+    ];
+    refused_on_4_ranks(&dir, &cases);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// A NaN in the cavity's u spreading from one node: the decomposed runs stop at the serial
+/// run's guard step, naming its node (the first non-finite of u, v, p in the serial scan order).
+#[test]
+fn the_cavity_guard_names_the_serial_runs_node() {
+    let dir = scratch("mpi_cavity_guard");
+    write(&dir, "case.yaml", &cavity(41, "f64", "1.0e-4", 60, ""));
+    ok(sim(&dir, &["run", "case.yaml", "--quiet", "--overwrite", "--out", "a", "--steps", "5"]));
+    let last = sim::io::checkpoint::list(&dir.join("a")).pop().unwrap().1;
+    let (meta, mut arrays) = sim::io::checkpoint::read(&last).unwrap();
+    let mut u = arrays[0].values.to_f64();
+    // Node (30, 35) of the 41 x 41 grid: on a rank other than 0 in both runs (1 x 2, 2 x 2).
+    u[35 * 41 + 30] = f64::NAN;
+    arrays[0].values = sim::real::Values::F64(u);
+    std::fs::create_dir_all(dir.join("nan")).unwrap();
+    let grid = sim::solver::Grid { n: [41, 41], origin: [0.0, 0.0], spacing: [1.0 / 40.0; 2] };
+    sim::io::checkpoint::write(&dir.join("nan/checkpoint_00000005.h5"), &meta, &arrays, &sim::solver::Mesh::Nodes(grid))
+        .unwrap();
+    let serial = sim(&dir, &["run", "--restart", "nan/checkpoint_00000005.h5", "--out", "s", "--quiet"]);
+    let err = stderr(&serial);
+    assert_eq!(serial.status.code(), Some(1), "{err}");
+    let what = err.trim_start_matches("error: ").split(';').next().unwrap().to_string();
+    assert!(what.contains("in field u at node (") && what.contains("at step 7"), "{err}");
     for np in [2, 4] {
         let o = mpirun(&dir, np, &["run", "--restart", "nan/checkpoint_00000005.h5", "--out", "p", "--quiet"]);
         let e = stderr(&o);

@@ -224,7 +224,7 @@ pub fn build_on(case: &Case, precision: Precision, device: &Device) -> Result<Bo
 
 /// Build this rank's part of the solver of `case` split over the ranks `procs` of a run under
 /// MPI (the process grid from `parallel.ranks` or chosen), at its initial condition. So far
-/// explicit heat2d on the CPU runs on several ranks; the others are refused.
+/// explicit heat2d and the cavity on the CPU run on several ranks; the others are refused.
 pub fn build_parallel(
     case: &Case,
     precision: Precision,
@@ -239,9 +239,15 @@ pub fn build_parallel(
             let comm = procs.grid(dims, [false, false]);
             Ok((heat::part::build(setup, precision, comm.clone()), comm))
         }
+        (SolverCase::Cavity(p), Device::Cpu(_)) => {
+            check_memory(p.memory_estimate(precision) / procs.size())?;
+            let dims = process_grid(procs.size(), [p.n, p.n], case.parallel.ranks, 2)?;
+            let comm = procs.grid(dims, [false, false]);
+            Ok((cavity::part::build(p, precision, comm.clone()), comm))
+        }
         _ => input(format!(
             "solver {} with this method and back end does not run on several MPI ranks yet ({} ranks asked; \
-             heat2d with method explicit on the CPU does): run it with one rank",
+             heat2d with method explicit and cavity do, on the CPU): run it with one rank",
             case.solver.kind(),
             procs.size()
         )),

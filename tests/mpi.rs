@@ -110,44 +110,60 @@ fn pvti_output_reads_as_the_serial_vti() {
         return;
     }
     let dir = scratch("mpi_pvti");
-    let cases = [("h", heat2d("f32", "")), ("sw", shallow_water("kp07", "f32", "wall", "periodic", ""))];
-    for (name, case) in cases {
-        write(&dir, "case.yaml", &case);
-        ok(sim(&dir, &["run", "case.yaml", "--quiet", "--overwrite", "--out", "serial"]));
-        ok(mpirun(&dir, 4, &["run", "case.yaml", "--quiet", "--overwrite", "--out", "p", "--steps", "30"]));
-        let pvd = std::fs::read_to_string(dir.join(format!("p/{name}.pvd"))).unwrap();
-        assert!(pvd.contains(&format!("file=\"{name}_00000015.pvti\"")), "{pvd}");
-        for step in ["00000000", "00000015", "00000030"] {
-            let (s, p) = (format!("serial/{name}_{step}.vti"), format!("p/{name}_{step}.pvti"));
-            let o = Command::new("python3").args(["-c", SAME_IMAGE, &s, &p]).current_dir(&dir).output().unwrap();
-            assert!(String::from_utf8_lossy(&o.stdout).contains("same 0"), "{name} step {step}: {}", stderr(&o));
-        }
-    }
+    write(&dir, "case.yaml", &heat2d("f32", ""));
+    ok(sim(&dir, &["run", "case.yaml", "--quiet", "--overwrite", "--out", "serial"]));
+    ok(mpirun(&dir, 4, &["run", "case.yaml", "--quiet", "--overwrite", "--out", "p", "--steps", "30"]));
+    let pvd = std::fs::read_to_string(dir.join("p/h.pvd")).unwrap();
+    assert!(pvd.contains("file=\"h_00000015.pvti\""), "{pvd}");
+    same_images(&dir, "h", &["00000000", "00000015", "00000030"], &["T", "T_exact"]);
+    write(&dir, "case.yaml", &shallow_water("kp07", "f32", "wall", "periodic", ""));
+    ok(sim(&dir, &["run", "case.yaml", "--quiet", "--overwrite", "--out", "serial"]));
+    ok(mpirun(&dir, 4, &["run", "case.yaml", "--quiet", "--overwrite", "--out", "p"]));
+    let cells = ["eta", "hu", "hv", "velocity", "depth", "bathymetry", "speed", "vorticity"];
+    same_images(&dir, "sw", &["00000000", "00000015", "00000030"], &cells);
     std::fs::remove_dir_all(dir).unwrap();
 }
 
-/// Python: the `.vti` argv[1] and the `.pvti` argv[2] hold the same image, every point and
-/// cell array equal; prints "same N" with N the number of arrays that differ.
-const SAME_IMAGE: &str = r#"
-import sys, vtk
+/// VTK's readers give the same image, arrays `names` bit for bit, from `serial/<name>_<step>.vti`
+/// as from the pieces of `p/<name>_<step>.pvti`, at each of `steps`; and each piece alone holds
+/// the serial values over its extent (the border nodes it shares with a neighbour too, which
+/// the assembled image may take from the neighbour).
+fn same_images(dir: &Path, name: &str, steps: &[&str], names: &[&str]) {
+    let script = r#"
+import os, sys, vtk
+import xml.etree.ElementTree as ET
 from vtk.util.numpy_support import vtk_to_numpy as v
 import numpy as np
-a = vtk.vtkXMLImageDataReader(); a.SetFileName(sys.argv[1]); a.Update(); a = a.GetOutput()
-b = vtk.vtkXMLPImageDataReader(); b.SetFileName(sys.argv[2]); b.Update(); b = b.GetOutput()
+def read(reader, path):
+    r = reader(); r.SetFileName(path); r.Update(); return r.GetOutput()
+a = read(vtk.vtkXMLImageDataReader, sys.argv[1])
+b = read(vtk.vtkXMLPImageDataReader, sys.argv[2])
 assert a.GetDimensions() == b.GetDimensions() and a.GetOrigin() == b.GetOrigin() and a.GetSpacing() == b.GetSpacing()
-differ = 0
-for da, db in [(a.GetPointData(), b.GetPointData()), (a.GetCellData(), b.GetCellData())]:
-    assert da.GetNumberOfArrays() == db.GetNumberOfArrays()
-    for i in range(da.GetNumberOfArrays()):
-        name = da.GetArrayName(i)
-        x, y = v(da.GetArray(name)), v(db.GetArray(name))
-        if not (x.dtype == y.dtype and np.array_equal(x, y)):
-            differ += 1
-            print(name, "differs", file=sys.stderr)
-assert a.GetPointData().GetNumberOfArrays() + a.GetCellData().GetNumberOfArrays() > 0
+# A piece file reads as the whole extent with its own extent filled in.
+at = os.path.dirname(sys.argv[2])
+pieces = [([*map(int, p.get("Extent").split())], read(vtk.vtkXMLImageDataReader, os.path.join(at, p.get("Source"))))
+          for p in ET.parse(sys.argv[2]).iter("Piece")]
+nx, ny, _ = a.GetDimensions()
+for name in sys.argv[3].split(","):
+    # Point data, or cell data (one entry fewer per axis, a piece's cells up to its last point).
+    e = 1 if a.GetPointData().GetArray(name) else 0
+    data = (lambda d: d.GetPointData()) if e else (lambda d: d.GetCellData())
+    x, y = v(data(a).GetArray(name)), v(data(b).GetArray(name))
+    assert x.dtype == y.dtype and np.array_equal(x, y), name
+    m = (ny - 1 + e, nx - 1 + e, -1)
+    for (x0, x1, y0, y1, _, _), piece in pieces:
+        z = v(data(piece).GetArray(name)).reshape(m)[y0:y1 + e, x0:x1 + e]
+        assert np.array_equal(x.reshape(m)[y0:y1 + e, x0:x1 + e], z), (name, x0, y0)
 assert b.GetFieldData().GetArray("TimeValue").GetValue(0) == a.GetFieldData().GetArray("TimeValue").GetValue(0)
-print("same", differ)
+print("same")
 "#;
+    for step in steps {
+        let (s, p) = (format!("serial/{name}_{step}.vti"), format!("p/{name}_{step}.pvti"));
+        let args = ["-c", script, &s, &p, &names.join(",")];
+        let o = Command::new("python3").args(args).current_dir(dir).output().unwrap();
+        assert!(String::from_utf8_lossy(&o.stdout).contains("same"), "step {step}: {}", stderr(&o));
+    }
+}
 
 /// Bad input under mpirun: every rank exits with 2, one message names the problem, nothing
 /// hangs (mpirun is killed after 120 s).
@@ -162,9 +178,16 @@ fn bad_input_stops_every_rank_with_one_message() {
         ("narrow", case("heat2d: {n: 7, r: 0.2}", "parallel: {ranks: [4, 1]}"), "narrower"),
         ("sponge", shallow_water("kp07", "f64", "wall", "{sponge: {cells: 9}}", "parallel: {ranks: [4, 1]}"), "than 10"),
     ];
+    refused_on_4_ranks(&dir, &cases);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Each `(what, case text, needle)` on 4 ranks: exit 2 on every rank, one message that contains
+/// the needle, nothing written.
+fn refused_on_4_ranks(dir: &Path, cases: &[(&str, String, &str)]) {
     for (what, text, needle) in cases {
-        write(&dir, "b.yaml", &text);
-        let o = mpirun(&dir, 4, &["run", "b.yaml", "--overwrite"]);
+        write(dir, "b.yaml", text);
+        let o = mpirun(dir, 4, &["run", "b.yaml", "--overwrite"]);
         let err = stderr(&o);
         assert_eq!(o.status.code(), Some(2), "{what}: {err}");
         assert_eq!(err.matches("error:").count(), 1, "{what}: one message: {err}");
@@ -172,7 +195,6 @@ fn bad_input_stops_every_rank_with_one_message() {
     }
     // Refused before anything is written.
     assert!(!dir.join("out").exists());
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 /// A non-finite value that spreads from one node: the decomposed run stops at the same guard
@@ -410,5 +432,171 @@ fn decomposed_ctcs_checkpoints_move_between_rank_counts() {
     ok(sim(&dir, &["run", "--restart", "r", "--quiet"]));
     let (restarted, serial) = (final_bits(&dir, "r"), final_bits(&dir, "serial"));
     assert!(restarted == serial, "4 -> 2 -> 1 ranks differs from the serial run");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// A small cavity case: `n` nodes a side (blocks of unequal widths), residual checks every 7
+/// steps against `tol`, for at most `steps` steps.
+fn cavity(n: usize, precision: &str, tol: &str, steps: u64, extra: &str) -> String {
+    heat_case(
+        "c",
+        &format!("cavity: {{n: {n}, re: 100, residual: {{every: 7, tol: {tol}}}}}"),
+        precision,
+        &format!("{{end_step: {steps}}}"),
+        &format!(
+            "backend: cpu\noutput: {{every_steps: 25}}\ncheckpoint: {{every_steps: 30}}\n\
+             guard: {{check_every: 7}}\n{extra}"
+        ),
+    )
+}
+
+/// The history of run `d` without the wall time, and its result files: the decomposed run's
+/// equal the serial run's (the kinetic energy, a sum in another order, to 10 digits).
+fn history_and_results(dir: &Path, d: &str) -> Vec<String> {
+    let h = std::fs::read_to_string(dir.join(d).join("history.csv")).unwrap();
+    let rows = h.lines().map(|l| {
+        let columns: Vec<&str> = l.split(',').collect();
+        [&columns[..2], &columns[3..]].concat().join(",")
+    });
+    let files = ["centreline_u.csv", "centreline_v.csv", "profile_u.csv", "profile_v.csv"];
+    rows.chain(files.iter().map(|f| std::fs::read_to_string(dir.join(d).join(f)).unwrap())).collect()
+}
+
+/// The summary's errors without what depends on the decomposition.
+fn cavity_errors(dir: &Path, d: &str) -> serde_json::Value {
+    let text = std::fs::read_to_string(dir.join(d).join("summary.json")).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let mut errors = v["errors"].take();
+    for key in ["temporal_block", "ranks", "halo_exchange_share"] {
+        errors.as_object_mut().unwrap().remove(key);
+    }
+    serde_json::json!({"status": v["status"], "step": v["step"], "errors": errors})
+}
+
+/// The cavity on P = 1, 2, 3, 4 (2 x 2) ranks and on the process grids [4, 1] and [1, 4] gives
+/// the serial run's state bitwise (u, v, p, the residual snapshots, R_K and the sums of the
+/// squared change), history, profiles and comparison with Ghia et al., in f64 (41 nodes) and
+/// f32 (40: the profiles average two middle lines, on different ranks).
+#[test]
+fn decomposed_cavity_equals_the_serial_run_bitwise() {
+    let dir = scratch("mpi_cavity");
+    for (n, precision) in [(41, "f64"), (40, "f32")] {
+        let runs: [(usize, &str); 6] =
+            [(1, ""), (2, ""), (3, ""), (4, ""), (4, "parallel: {ranks: [4, 1]}"), (4, "parallel: {ranks: [1, 4]}")];
+        write(&dir, "serial.yaml", &cavity(n, precision, "1.0e-4", 60, ""));
+        ok(sim(&dir, &["run", "serial.yaml", "--quiet", "--overwrite", "--out", "serial"]));
+        let serial = final_bits(&dir, "serial");
+        assert_eq!(serial.0, 60);
+        for (np, extra) in runs {
+            write(&dir, "case.yaml", &cavity(n, precision, "1.0e-4", 60, extra));
+            let o = ok(mpirun(&dir, np, &["run", "case.yaml", "--overwrite", "--out", "p"]));
+            let out = String::from_utf8_lossy(&o.stdout);
+            if np > 1 {
+                assert!(out.contains(&format!("{np} MPI ranks")), "{out}");
+            }
+            assert!(final_bits(&dir, "p") == serial, "{precision} on {np} ranks {extra}: the state differs");
+            assert_eq!(history_and_results(&dir, "p"), history_and_results(&dir, "serial"), "{np} ranks {extra}");
+            assert_eq!(cavity_errors(&dir, "p"), cavity_errors(&dir, "serial"), "{np} ranks {extra}");
+        }
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// With a loose tolerance the serial run converges at step 105 (R_K below it at the checks
+/// of steps 98 and 105); decomposed runs stop there too, with the same state and report.
+#[test]
+fn decomposed_cavity_converges_at_the_serial_step() {
+    let dir = scratch("mpi_cavity_converged");
+    let case = |extra: &str| cavity(41, "f64", "4.3", 300, extra);
+    write(&dir, "serial.yaml", &case(""));
+    ok(sim(&dir, &["run", "serial.yaml", "--quiet", "--overwrite", "--out", "serial"]));
+    let serial = cavity_errors(&dir, "serial");
+    assert_eq!((serial["status"].as_str(), serial["step"].as_u64()), (Some("converged"), Some(105)), "{serial}");
+    for (np, extra) in [(2, ""), (3, ""), (4, ""), (4, "parallel: {ranks: [4, 1]}")] {
+        write(&dir, "case.yaml", &case(extra));
+        ok(mpirun(&dir, np, &["run", "case.yaml", "--quiet", "--overwrite", "--out", "p"]));
+        assert_eq!(cavity_errors(&dir, "p"), serial, "{np} ranks {extra}");
+        assert!(final_bits(&dir, "p") == final_bits(&dir, "serial"), "{np} ranks {extra}: the state differs");
+        assert_eq!(history_and_results(&dir, "p"), history_and_results(&dir, "serial"), "{np} ranks {extra}");
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// A cavity checkpoint written on 4 ranks restarts on 2, whose checkpoint restarts without
+/// MPI: bitwise the serial run, both after the residual check of step 14 on 2 ranks (which
+/// reads the snapshot of step 7 from the checkpoint) and at the end.
+#[test]
+fn cavity_checkpoints_move_between_rank_counts() {
+    let dir = scratch("mpi_cavity_restart");
+    write(&dir, "case.yaml", &cavity(41, "f64", "1.0e-4", 60, ""));
+    ok(sim(&dir, &["run", "case.yaml", "--quiet", "--overwrite", "--out", "serial"]));
+    ok(sim(&dir, &["run", "case.yaml", "--quiet", "--overwrite", "--out", "serial15", "--steps", "15"]));
+    ok(mpirun(&dir, 4, &["run", "case.yaml", "--quiet", "--overwrite", "--out", "r", "--steps", "13"]));
+    ok(mpirun(&dir, 2, &["run", "--restart", "r", "--quiet", "--steps", "2"]));
+    assert!(final_bits(&dir, "r") == final_bits(&dir, "serial15"), "4 -> 2 ranks differs from the serial run");
+    ok(sim(&dir, &["run", "--restart", "r", "--quiet"]));
+    assert!(final_bits(&dir, "r") == final_bits(&dir, "serial"), "4 -> 2 -> 1 ranks differs from the serial run");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// The cavity's `.pvti` reads as the serial `.vti`, every array bit for bit (the vorticity at
+/// the nodes the pieces share from the neighbour's values).
+#[test]
+fn cavity_pvti_output_reads_as_the_serial_vti() {
+    if !python_has("vtk") {
+        return;
+    }
+    let dir = scratch("mpi_cavity_pvti");
+    write(&dir, "case.yaml", &cavity(41, "f32", "1.0e-4", 60, ""));
+    ok(sim(&dir, &["run", "case.yaml", "--quiet", "--overwrite", "--out", "serial"]));
+    ok(mpirun(&dir, 4, &["run", "case.yaml", "--quiet", "--overwrite", "--out", "p", "--steps", "50"]));
+    same_images(&dir, "c", &["00000000", "00000025", "00000050"], &["velocity", "p", "vorticity", "speed"]);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Bad cavity input under mpirun: every rank exits with 2, one message names the problem.
+#[test]
+fn bad_cavity_input_stops_every_rank_with_one_message() {
+    let dir = scratch("mpi_cavity_bad");
+    let case = |solver: &str, extra: &str| heat_case("b", solver, "f64", "{end_step: 5}", extra);
+    let cases = [
+        ("unknown key", case("cavity: {n: 41, re: 100, bogus: 1}", ""), "bogus"),
+        ("value", case("cavity: {n: 41, re: -100}", ""), "solver.cavity.re"),
+        ("ranks", case("cavity: {n: 41, re: 100}", "parallel: {ranks: [3, 1]}"), "parallel.ranks"),
+        ("narrow", case("cavity: {n: 7, re: 100}", "parallel: {ranks: [4, 1]}"), "narrower"),
+    ];
+    refused_on_4_ranks(&dir, &cases);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// A NaN in the cavity's u spreading from one node: the decomposed runs stop at the serial
+/// run's guard step, naming its node (the first non-finite of u, v, p in the serial scan order).
+#[test]
+fn the_cavity_guard_names_the_serial_runs_node() {
+    let dir = scratch("mpi_cavity_guard");
+    write(&dir, "case.yaml", &cavity(41, "f64", "1.0e-4", 60, ""));
+    ok(sim(&dir, &["run", "case.yaml", "--quiet", "--overwrite", "--out", "a", "--steps", "5"]));
+    let last = sim::io::checkpoint::list(&dir.join("a")).pop().unwrap().1;
+    let (meta, mut arrays) = sim::io::checkpoint::read(&last).unwrap();
+    let mut u = arrays[0].values.to_f64();
+    // Node (30, 35) of the 41 x 41 grid: on a rank other than 0 in both runs (1 x 2, 2 x 2).
+    u[35 * 41 + 30] = f64::NAN;
+    arrays[0].values = sim::real::Values::F64(u);
+    std::fs::create_dir_all(dir.join("nan")).unwrap();
+    let grid = sim::solver::Grid { n: [41, 41], origin: [0.0, 0.0], spacing: [1.0 / 40.0; 2] };
+    sim::io::checkpoint::write(&dir.join("nan/checkpoint_00000005.h5"), &meta, &arrays, &sim::solver::Mesh::Nodes(grid))
+        .unwrap();
+    let serial = sim(&dir, &["run", "--restart", "nan/checkpoint_00000005.h5", "--out", "s", "--quiet"]);
+    let err = stderr(&serial);
+    assert_eq!(serial.status.code(), Some(1), "{err}");
+    let what = err.trim_start_matches("error: ").split(';').next().unwrap().to_string();
+    assert!(what.contains("in field u at node (") && what.contains("at step 7"), "{err}");
+    for np in [2, 4] {
+        let o = mpirun(&dir, np, &["run", "--restart", "nan/checkpoint_00000005.h5", "--out", "p", "--quiet"]);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{np} ranks: {e}");
+        assert_eq!(e.matches("error:").count(), 1, "{np} ranks: {e}");
+        assert!(e.contains(&what), "{np} ranks: {e}\nserial: {err}");
+    }
     std::fs::remove_dir_all(dir).unwrap();
 }

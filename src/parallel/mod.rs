@@ -8,9 +8,11 @@ pub mod mpi;
 
 use std::ops::Range;
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::error::{Result, SimError, input};
 use crate::real::Real;
+use crate::solver::{Grid, Mesh, NonFinite, Piece};
 
 /// How a reduction combines the ranks' values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -213,6 +215,13 @@ impl Block {
         Block::at(dims, coords, beside, n, ghost)
     }
 
+    /// This block without its ghost layers: the layout of an array of the owned entries alone.
+    pub fn bare(&self) -> Block {
+        let owned = self.owned.clone();
+        let (first, stored) = (owned.clone().map(|r| r.start as isize), owned.clone().map(|r| r.len()));
+        Block { owned, first, stored, ghosts: [0; 4], layers: [0; 4] }
+    }
+
     /// The owned entries of a stored array (`stored` x, row-major), row by row.
     pub fn owned_of<T: Copy>(&self, v: &[T]) -> Vec<T> {
         let [w, s] = [self.ghosts[0], self.ghosts[2]];
@@ -231,23 +240,104 @@ impl Block {
             .collect()
     }
 
+    /// The owned entries of a stored array with their global (x, y) index, row by row.
+    pub fn owned_nodes<'a, T: Copy>(&'a self, v: &'a [T]) -> impl Iterator<Item = ([usize; 2], T)> + 'a {
+        let [xs, ys] = self.owned.clone();
+        let [w, s] = [self.ghosts[0], self.ghosts[2]];
+        let nx = self.stored[0];
+        ys.enumerate()
+            .flat_map(move |(j, gy)| xs.clone().enumerate().map(move |(i, gx)| ([gx, gy], v[(s + j) * nx + w + i])))
+    }
+
     /// The whole array of `n` entries on rank 0, gathered from every rank's owned entries of
     /// its stored array `v` (None on the other ranks). Collective.
     pub fn gather_whole<T: Real>(&self, comm: &dyn Comm, v: &[T], n: [usize; 2]) -> Option<Vec<T>> {
-        let mine: Vec<f64> = self.owned_of(v).iter().map(|x| x.f64()).collect();
+        self.gather_region(comm, v, n, [0..n[0], 0..n[1]])
+    }
+
+    /// The entries `region` (global ranges per axis) of the whole array of `n` entries, row by
+    /// row, on rank 0, gathered from the ranks' owned entries of their stored arrays `v` (None
+    /// on the other ranks): e.g. one line of the grid. Collective.
+    pub fn gather_region<T: Real>(
+        &self,
+        comm: &dyn Comm,
+        v: &[T],
+        n: [usize; 2],
+        region: [Range<usize>; 2],
+    ) -> Option<Vec<T>> {
+        let [xs, ys] = [0, 1].map(|a| overlap(&self.owned[a], &region[a]));
+        let at = |a: usize, g: usize| (g as isize - self.first[a]) as usize;
+        let mine: Vec<f64> =
+            ys.flat_map(|gy| xs.clone().map(move |gx| v[at(1, gy) * self.stored[0] + at(0, gx)].f64())).collect();
         let parts = comm.gather(&mine);
         if comm.rank() != 0 {
             return None;
         }
-        let (dims, mut whole) = (comm.dims(), vec![T::zero(); n[0] * n[1]]);
+        let (dims, [x0, y0], width) = (comm.dims(), [region[0].start, region[1].start], region[0].len());
+        let mut whole = vec![T::zero(); width * region[1].len()];
         for (rank, values) in parts.iter().enumerate() {
-            let [xs, ys] = [0, 1].map(|a| split(n[a], dims[a], coords_of(dims, rank)[a]));
-            let at = ys.flat_map(|gy| xs.clone().map(move |gx| gy * n[0] + gx));
+            let [xs, ys] = [0, 1].map(|a| overlap(&split(n[a], dims[a], coords_of(dims, rank)[a]), &region[a]));
+            let at = ys.flat_map(|gy| xs.clone().map(move |gx| (gy - y0) * width + gx - x0));
             for (k, v) in at.zip(values) {
                 whole[k] = T::of(*v);
             }
         }
         Some(whole)
+    }
+
+    /// The nodes of this block's output piece: the owned nodes and the first node of the east
+    /// and north neighbours (ParaView's pieces of point data share their border nodes).
+    pub fn piece_range(&self) -> [Range<usize>; 2] {
+        let [xs, ys] = &self.owned;
+        let shared = |a: usize| usize::from(self.ghosts[2 * a + 1] > 0);
+        [xs.start..xs.end + shared(0), ys.start..ys.end + shared(1)]
+    }
+
+    /// The values of the output piece (see [`Block::piece_range`]) of a stored array whose
+    /// ghosts are current, row by row.
+    pub fn piece_of<T: Copy>(&self, v: &[T]) -> Vec<T> {
+        let [xs, ys] = self.piece_range();
+        let nx = self.stored[0];
+        let at = |a: usize, g: usize| (g as isize - self.first[a]) as usize;
+        ys.flat_map(|gy| xs.clone().map(move |gx| v[at(1, gy) * nx + at(0, gx)])).collect()
+    }
+
+    /// This block's output piece of the node grid `g`, with every rank's extent (the blocks
+    /// of `comm`'s process grid, which does not wrap around).
+    pub fn piece(&self, comm: &dyn Comm, g: &Grid) -> Piece {
+        let [xs, ys] = self.piece_range();
+        let grid = Grid {
+            n: [xs.len(), ys.len()],
+            origin: [g.origin[0] + xs.start as f64 * g.spacing[0], g.origin[1] + ys.start as f64 * g.spacing[1]],
+            spacing: g.spacing,
+        };
+        let extents = (0..comm.size())
+            .map(|rank| {
+                let [x, y] = Block::of_rank(comm.dims(), rank, g.n, 1).piece_range();
+                [x.start, x.end - 1, y.start, y.end - 1]
+            })
+            .collect();
+        Piece { mesh: Mesh::Nodes(grid), offset: [xs.start, ys.start], extents }
+    }
+
+    /// The first non-finite owned entry of the stored array `v` (of a whole array of `n`
+    /// entries), as `field`, in the serial scan order over all ranks. Collective.
+    pub fn first_non_finite<T: Real>(
+        &self,
+        comm: &dyn Comm,
+        field: &'static str,
+        v: &[T],
+        n: [usize; 2],
+    ) -> Option<NonFinite> {
+        let mine = self.owned_nodes(v).find(|(_, v)| !v.is_finite());
+        let index = mine.map_or(f64::INFINITY, |([x, y], _)| (y * n[0] + x) as f64);
+        let first = comm.all_reduce(index, Reduce::Min);
+        if first.is_infinite() {
+            return None;
+        }
+        let value = comm.all_reduce(mine.filter(|_| index == first).map_or(0.0, |(_, v)| v.f64()), Reduce::Sum);
+        let k = first as usize;
+        Some(NonFinite { field, index: vec![k % n[0], k / n[0]], value })
     }
 
     /// Fill the ghost layers of `v` (stored dims, row-major) from the neighbours: first the
@@ -259,20 +349,37 @@ impl Block {
     /// [`Block::exchange`], running `during` on `v` (its ghosts not yet current) while the
     /// columns travel: the work that needs no ghost overlaps the exchange.
     pub fn exchange_during<T: Real>(&self, comm: &dyn Comm, v: &mut [T], during: &mut dyn FnMut(&[T])) {
-        self.exchange_along(comm, v, 0, during);
-        self.exchange_along(comm, v, 1, &mut |_| {});
+        self.exchange_all_during(comm, [v], &mut |[v]| during(v));
+    }
+
+    /// [`Block::exchange_during`] of several stored arrays at once: each message carries the
+    /// lines of all of them, and `during` sees them all.
+    pub fn exchange_all_during<T: Real, const N: usize>(
+        &self,
+        comm: &dyn Comm,
+        mut vs: [&mut [T]; N],
+        during: &mut dyn FnMut([&[T]; N]),
+    ) {
+        self.exchange_along(comm, &mut vs, 0, during);
+        self.exchange_along(comm, &mut vs, 1, &mut |_| {});
     }
 
     /// One phase of [`Block::exchange`] alone: the ghost lines along `axis` (0: the columns of
     /// every stored row, 1: whole stored rows).
     pub fn exchange_axis<T: Real>(&self, comm: &dyn Comm, v: &mut [T], axis: usize) {
-        self.exchange_along(comm, v, axis, &mut |_| {});
+        self.exchange_along(comm, &mut [v], axis, &mut |_| {});
     }
 
     /// One phase of [`Block::exchange`]: the owned lines next to each neighbour along `axis`
     /// (as many as its ghost layer towards this block) go to it, tagged with the direction of
     /// travel (`2 axis` up, `2 axis + 1` down), and the ghost lines come from it.
-    fn exchange_along<T: Real>(&self, comm: &dyn Comm, v: &mut [T], axis: usize, during: &mut dyn FnMut(&[T])) {
+    fn exchange_along<T: Real, const N: usize>(
+        &self,
+        comm: &dyn Comm,
+        vs: &mut [&mut [T]; N],
+        axis: usize,
+        during: &mut dyn FnMut([&[T]; N]),
+    ) {
         let n = self.stored[axis];
         let [below, above] = [self.ghosts[2 * axis], self.ghosts[2 * axis + 1]];
         let [their_below, their_above] = [self.layers[2 * axis], self.layers[2 * axis + 1]];
@@ -282,18 +389,20 @@ impl Block {
         let receives = [(to_down, up, 0..below), (to_up, down, n - above..n)];
         let sent: Vec<(usize, i32, Vec<f64>)> = (sends.into_iter())
             .filter_map(|(to, tag, r)| to.filter(|_| !r.is_empty()).map(|to| (to, tag, self.lines(axis, r))))
-            .map(|(to, tag, at)| (to, tag, at.iter().map(|&k| v[k].f64()).collect()))
+            .map(|(to, tag, at)| (to, tag, vs.iter().flat_map(|v| at.iter().map(|&k| v[k].f64())).collect()))
             .collect();
         let mut got: Vec<(usize, i32, Vec<f64>, Vec<usize>)> = (receives.into_iter())
             .filter_map(|(from, tag, r)| from.filter(|_| !r.is_empty()).map(|from| (from, tag, self.lines(axis, r))))
-            .map(|(from, tag, at)| (from, tag, vec![0.0; at.len()], at))
+            .map(|(from, tag, at)| (from, tag, vec![0.0; N * at.len()], at))
             .collect();
         let sends: Vec<Outgoing> = sent.iter().map(|(r, t, d)| (*r, *t, d.as_slice())).collect();
         let mut bufs: Vec<Incoming> = got.iter_mut().map(|(r, t, d, _)| (*r, *t, d.as_mut_slice())).collect();
-        comm.exchange(&sends, &mut bufs, &mut || during(v));
+        comm.exchange(&sends, &mut bufs, &mut || during(vs.each_ref().map(|v| &**v)));
         for (_, _, data, at) in &got {
-            for (&k, &x) in at.iter().zip(data) {
-                v[k] = T::of(x);
+            for (v, data) in vs.iter_mut().zip(data.chunks(at.len())) {
+                for (&k, &x) in at.iter().zip(data) {
+                    v[k] = T::of(x);
+                }
             }
         }
     }
@@ -306,6 +415,36 @@ impl Block {
             0 => (0..ny).flat_map(|j| r.clone().map(move |i| j * nx + i)).collect(),
             _ => (r.start * nx..r.end * nx).collect(),
         }
+    }
+}
+
+/// The overlap of two ranges (empty, at the later start, where they do not meet).
+fn overlap(a: &Range<usize>, b: &Range<usize>) -> Range<usize> {
+    let start = a.start.max(b.start);
+    start..a.end.min(b.end).max(start)
+}
+
+/// The back end of a decomposed CPU solver: `cpu, P MPI ranks (px x py)`.
+pub fn backend(on: &str, comm: &dyn Comm) -> String {
+    let [px, py] = comm.dims();
+    format!("{on}, {} MPI ranks ({px} x {py})", comm.size())
+}
+
+/// Time a decomposed solver spends in its steps, and in their ghost exchanges beyond the work
+/// the exchanges overlap.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct HaloTimes {
+    pub stepping: Duration,
+    pub exchanging: Duration,
+}
+
+impl HaloTimes {
+    /// The report's `ranks` and `halo_exchange_share` (rank 0's share: its blocks are among
+    /// the widest).
+    pub fn report(&self, comm: &dyn Comm, m: &mut serde_json::Map<String, serde_json::Value>) {
+        m.insert("ranks".into(), comm.size().into());
+        let share = self.exchanging.as_secs_f64() / self.stepping.as_secs_f64().max(f64::MIN_POSITIVE);
+        m.insert("halo_exchange_share".into(), share.into());
     }
 }
 

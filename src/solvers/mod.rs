@@ -225,8 +225,8 @@ pub fn build_on(case: &Case, precision: Precision, device: &Device) -> Result<Bo
 
 /// Build this rank's part of the solver of `case` split over the ranks `procs` of a run under
 /// MPI (the process grid from `parallel.ranks` or chosen), at its initial condition. So far
-/// explicit heat2d (CPU or CUDA) and the shallow-water schemes (fbl, ctcs, cdklm16, kp07) on the CPU
-/// run on several ranks; the others are refused.
+/// explicit heat2d (CPU or CUDA), the cavity and the shallow-water schemes (fbl, ctcs, cdklm16, kp07)
+/// on the CPU run on several ranks; the others are refused.
 pub fn build_parallel(
     case: &Case,
     precision: Precision,
@@ -264,10 +264,16 @@ pub fn build_parallel(
             let part = crate::in_precision!(precision, |T| shallow_water::ShallowWater::<T>::on_ranks(p, comm.clone()));
             Ok((part?, comm))
         }
+        (SolverCase::Cavity(p), Device::Cpu(_)) => {
+            check_memory(p.memory_estimate(precision) / procs.size())?;
+            let dims = process_grid(procs.size(), [p.n, p.n], case.parallel.ranks, 2)?;
+            let comm = procs.grid(dims, [false, false]);
+            Ok((cavity::part::build(p, precision, comm.clone()), comm))
+        }
         _ => input(format!(
             "solver {} with this method and back end does not run on several MPI ranks yet ({} ranks asked; \
-             heat2d with method explicit, on the CPU or CUDA, and shallow_water (fbl, ctcs, cdklm16, kp07) on the \
-             CPU do): run it with one rank",
+             heat2d with method explicit, on the CPU or CUDA, cavity and shallow_water on the CPU do): run it with \
+             one rank",
             case.solver.kind(),
             procs.size()
         )),

@@ -74,11 +74,17 @@ impl<T: Real> Fields<T> {
     /// The initial condition: everything at rest, the lid moving (corners follow the side
     /// walls), i.e. zero fields with the boundary conditions applied.
     pub fn initial(nx: usize, ny: usize, u0: T) -> Self {
+        Fields::initial_on(nx, ny, u0, [true; 4])
+    }
+
+    /// [`Fields::initial`] of an array whose edges are walls only where `edges` ([west, east,
+    /// bottom, lid]) says: a block of a domain decomposition (its other edges are ghosts).
+    pub fn initial_on(nx: usize, ny: usize, u0: T, edges: [bool; 4]) -> Self {
         assert!(nx >= 3 && ny >= 3);
         let z = |slot| Padded::zeros(nx * ny, slot);
         let mut f = Fields { nx, ny, u: z(0), v: z(1), p: z(2), us: z(3), vs: z(4), ps: z(5), partials: vec![0.0; ny] };
-        walls(&mut f.u, &mut f.v, &mut f.p, nx, u0);
-        side_walls_all(&mut f.u, &mut f.v, &mut f.p, nx);
+        walls_on(&mut f.u, &mut f.v, &mut f.p, nx, u0, edges);
+        side_walls(&mut f.u, &mut f.v, &mut f.p, nx, 1..ny - 1, [edges[0], edges[1]]);
         f
     }
 
@@ -313,6 +319,71 @@ pub fn corrector<T: Real, const CHANGE: bool>(
         });
 }
 
+/// [`predictor`] at the interior nodes `xs` x `ys` alone, without the side walls: a block of
+/// a domain decomposition computes its nodes in runs (those next to its ghosts once they have
+/// arrived), each node with the serial arithmetic.
+#[allow(clippy::too_many_arguments)]
+pub fn predictor_at<T: Real>(
+    u: &[T],
+    v: &[T],
+    p: &[T],
+    us: &mut [T],
+    vs: &mut [T],
+    ps: &mut [T],
+    nx: usize,
+    c: &Coeffs<T>,
+    [xs, ys]: [Range<usize>; 2],
+) {
+    let input = [u, v, p];
+    runs_at(input, [us, vs, ps], nx, [xs, ys], |input, out| rows::predictor(rows::Row { input, out, c }));
+}
+
+/// [`corrector`] at the interior nodes `xs` x `ys` alone, without the side walls and the sum
+/// of the change (see [`predictor_at`]).
+#[allow(clippy::too_many_arguments)]
+pub fn corrector_at<T: Real>(
+    u: &mut [T],
+    v: &mut [T],
+    p: &mut [T],
+    us: &[T],
+    vs: &[T],
+    ps: &[T],
+    nx: usize,
+    c: &Coeffs<T>,
+    [xs, ys]: [Range<usize>; 2],
+) {
+    let input = [us, vs, ps];
+    runs_at(input, [u, v, p], nx, [xs, ys], |input, out| {
+        rows::corrector::<T, false>(rows::Row { input, out, c });
+    });
+}
+
+/// `row` on the run `xs` of each row of `ys` (interior nodes of `nx`-wide arrays), rows in
+/// parallel: the input rows around the run and the output slices over it.
+fn runs_at<T: Real>(
+    input: [&[T]; 3],
+    out: [&mut [T]; 3],
+    nx: usize,
+    [xs, ys]: [Range<usize>; 2],
+    row: impl Fn([[&[T]; 3]; 3], [&mut [T]; 3]) + Sync,
+) {
+    let ny = input[0].len() / nx;
+    if xs.is_empty() || ys.is_empty() {
+        return;
+    }
+    assert!(xs.start >= 1 && xs.end < nx && ys.start >= 1 && ys.end < ny);
+    let [uo, vo, po] = out.map(|o| &mut o[ys.start * nx..ys.end * nx]);
+    uo.par_chunks_mut(nx)
+        .zip(vo.par_chunks_mut(nx))
+        .zip(po.par_chunks_mut(nx))
+        .enumerate()
+        .with_min_len(rows_per_task(xs.len()))
+        .for_each(|(k, ((uo, vo), po))| {
+            let window = input.map(|f| rows::window(f, nx, ys.start + k, xs.start - 1..xs.end + 1));
+            row(window, [uo, vo, po].map(|o| &mut o[xs.clone()]));
+        });
+}
+
 /// The inner loops of one interior row, compiled three times on x86-64: for the baseline
 /// target and with AVX2 or AVX-512F enabled (chosen at run time). Only the vector width differs; there is no FMA
 /// contraction, so both give bit-identical results.
@@ -474,20 +545,28 @@ mod rows {
 #[inline]
 fn side_walls_row<T: Real>(u: &mut [T], v: &mut [T], p: &mut [T]) {
     let nx = u.len();
-    u[0] = T::zero();
-    v[0] = T::zero();
-    u[nx - 1] = T::zero();
-    v[nx - 1] = T::zero();
-    p[0] = p[1];
-    p[nx - 1] = p[nx - 2];
+    side_wall(u, v, p, 0, 1);
+    side_wall(u, v, p, nx - 1, nx - 2);
 }
 
-/// Side walls of every interior row (used for the initial condition).
-fn side_walls_all<T: Real>(u: &mut [T], v: &mut [T], p: &mut [T], nx: usize) {
-    let ny = u.len() / nx;
-    for j in 1..ny - 1 {
+/// The side wall node `edge` of one row: `u = v = 0`, pressure copied from the node `inward`.
+#[inline]
+fn side_wall<T: Real>(u: &mut [T], v: &mut [T], p: &mut [T], edge: usize, inward: usize) {
+    u[edge] = T::zero();
+    v[edge] = T::zero();
+    p[edge] = p[inward];
+}
+
+/// The side walls of the rows `ys` of `nx`-wide arrays, at the ends `sides` ([west, east])
+/// names, as the substeps write them (the initial condition; a block of a domain
+/// decomposition, whose ends are walls only at the global edges).
+pub fn side_walls<T: Real>(u: &mut [T], v: &mut [T], p: &mut [T], nx: usize, ys: Range<usize>, sides: [bool; 2]) {
+    for j in ys {
         let r = j * nx..(j + 1) * nx;
-        side_walls_row(&mut u[r.clone()], &mut v[r.clone()], &mut p[r]);
+        let (u, v, p) = (&mut u[r.clone()], &mut v[r.clone()], &mut p[r]);
+        for (_, edge, inward) in [(sides[0], 0, 1), (sides[1], nx - 1, nx - 2)].into_iter().filter(|s| s.0) {
+            side_wall(u, v, p, edge, inward);
+        }
     }
 }
 
@@ -496,25 +575,36 @@ fn side_walls_all<T: Real>(u: &mut [T], v: &mut [T], p: &mut [T], nx: usize) {
 /// inside. Corners are side-wall nodes (`u = v = 0`) with the mean pressure of their two
 /// edge neighbours; no stencil reads a corner.
 pub fn walls<T: Real>(u: &mut [T], v: &mut [T], p: &mut [T], nx: usize, u0: T) {
+    walls_on(u, v, p, nx, u0, [true; 4]);
+}
+
+/// [`walls`] on the edges of the array that `edges` ([west, east, bottom, lid]) names: a
+/// block of a domain decomposition holds the global walls on some sides only, and leaves its
+/// ghosts to the exchange. Each node is written as in [`walls`].
+pub fn walls_on<T: Real>(u: &mut [T], v: &mut [T], p: &mut [T], nx: usize, u0: T, edges: [bool; 4]) {
     let ny = u.len() / nx;
     let top = (ny - 1) * nx;
     let half = T::of(0.5);
-    for i in 1..nx - 1 {
-        u[i] = T::zero();
-        v[i] = T::zero();
-        p[i] = p[nx + i];
-        u[top + i] = u0;
-        v[top + i] = T::zero();
-        p[top + i] = p[top - nx + i];
+    let [west, east, bottom, lid] = edges;
+    for (_, row, inside, u_wall) in [(bottom, 0, nx, T::zero()), (lid, top, top - nx, u0)].into_iter().filter(|w| w.0) {
+        for i in 1..nx - 1 {
+            u[row + i] = u_wall;
+            v[row + i] = T::zero();
+            p[row + i] = p[inside + i];
+        }
     }
-    for k in [0, nx - 1, top, top + nx - 1] {
+    // Corners: (node, its neighbour along the wall, its neighbour along the side wall).
+    let corners = [
+        (west && bottom, 0, 1, nx),
+        (east && bottom, nx - 1, nx - 2, 2 * nx - 1),
+        (west && lid, top, top + 1, top - nx),
+        (east && lid, top + nx - 1, top + nx - 2, top - 1),
+    ];
+    for (_, k, along, side) in corners.into_iter().filter(|c| c.0) {
         u[k] = T::zero();
         v[k] = T::zero();
+        p[k] = half * (p[along] + p[side]);
     }
-    p[0] = half * (p[1] + p[nx]);
-    p[nx - 1] = half * (p[nx - 2] + p[2 * nx - 1]);
-    p[top] = half * (p[top + 1] + p[top - nx]);
-    p[top + nx - 1] = half * (p[top + nx - 2] + p[top - 1]);
 }
 
 /// The sum [`Fields::step_with_change`] returns, from `u` before and after a step computed
@@ -529,12 +619,19 @@ pub fn squared_change<T: Real>(before: &[T], after: &[T], nx: usize, partials: &
             return;
         }
         let (b, a) = (&before[j * nx + 1..(j + 1) * nx - 1], &after[j * nx + 1..(j + 1) * nx - 1]);
-        for k in 0..a.len() {
-            let d = (a[k] - b[k]).f64();
-            *part += d * d;
-        }
+        *part = add_squared_change(0.0, b, a);
     });
     partials.iter().sum()
+}
+
+/// `sum` plus the squared changes from `before` to `after`, node after node: the order in
+/// which the corrector sums a row (so a row summed in runs, one after the other, gives the
+/// same bits).
+pub fn add_squared_change<T: Real>(sum: f64, before: &[T], after: &[T]) -> f64 {
+    before.iter().zip(after).fold(sum, |s, (&b, &a)| {
+        let d = (a - b).f64();
+        s + d * d
+    })
 }
 
 /// Largest `|a - a_snap|` and `|b - b_snap|` over all nodes, then `*_snap <- *`; row-parallel,

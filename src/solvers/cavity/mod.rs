@@ -12,9 +12,11 @@
 
 pub mod cuda;
 pub mod kernels;
+pub mod part;
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
+use serde_json::Map;
 
 use crate::error::{Result, SimError, input};
 use crate::cpu::CpuOptions;
@@ -109,6 +111,15 @@ impl CavityParams {
     pub fn time_step(&self) -> f64 {
         let (a, v) = self.dt_limits();
         self.dt.unwrap_or(a.min(v))
+    }
+    /// The kernels' coefficients for a step of length `dt`.
+    pub fn coeffs<T: Real>(&self, dt: f64) -> Coeffs<T> {
+        let h = self.dx();
+        Coeffs::new(dt, h, h, self.nu(), self.sound_speed(), self.lid_velocity)
+    }
+    /// Whether step `step` sums the change of `u` (the first and every residual step).
+    fn summed(&self, step: u64) -> bool {
+        step == 1 || step.is_multiple_of(self.residual.every)
     }
 
     /// Lines for `sim check`.
@@ -355,17 +366,7 @@ pub struct Cavity<T: Real> {
     /// `u, v` at the last residual check.
     u_snap: Vec<T>,
     v_snap: Vec<T>,
-    /// Time of the snapshot.
-    t_snap: f64,
-    /// Latest R_K (NaN before the first check).
-    r_k: f64,
-    /// R_K was below tol at the latest check.
-    below_once: bool,
-    converged: bool,
-    /// Reference-style diagnostic: sum of squares of the one-step change of u, after the
-    /// first step and at the latest residual check.
-    du2_first: f64,
-    du2_last: f64,
+    res: Residual,
     /// The fields on a GPU (then `fields` is the host copy, refreshed by `sync` and at the
     /// residual checks), and `u` before a step whose change is summed.
     gpu: Option<Box<cuda::CavityCuda<T>>>,
@@ -386,7 +387,7 @@ impl<T: Real> Cavity<T> {
         let dx = p.dx();
         let grid = Grid { n: [n, n], origin: [0.0, 0.0], spacing: [dx, dx] };
         let dt = p.time_step();
-        let coeffs = Coeffs::new(dt, dx, dx, p.nu(), p.sound_speed(), p.lid_velocity);
+        let coeffs = p.coeffs(dt);
         let fields = Fields::initial(n, n, T::of(p.lid_velocity));
         Cavity {
             params: p.clone(),
@@ -396,12 +397,7 @@ impl<T: Real> Cavity<T> {
             u_snap: fields.u.to_vec(),
             v_snap: fields.v.to_vec(),
             fields,
-            t_snap: 0.0,
-            r_k: f64::NAN,
-            below_once: false,
-            converged: false,
-            du2_first: f64::NAN,
-            du2_last: f64::NAN,
+            res: Residual::new(),
             gpu: None,
             u_before: Vec::new(),
             tiling: None,
@@ -457,7 +453,7 @@ impl<T: Real> Cavity<T> {
     }
     /// Latest residual R_K (NaN before the first check).
     pub fn residual(&self) -> f64 {
-        self.r_k
+        self.res.r_k
     }
 
     /// `f64` copy of column `i` (a line of constant x) of `a`.
@@ -470,43 +466,23 @@ impl<T: Real> Cavity<T> {
     /// even n averages the two middle columns.
     pub fn centreline_u(&self) -> Vec<f64> {
         self.assert_host_current("centreline_u");
-        let n = self.grid.n[0];
-        let u0 = self.params.lid_velocity;
-        if n % 2 == 1 {
-            self.column(&self.fields.u, (n - 1) / 2).iter().map(|x| x / u0).collect()
-        } else {
-            let (a, b) = (self.column(&self.fields.u, n / 2 - 1), self.column(&self.fields.u, n / 2));
-            a.iter().zip(&b).map(|(a, b)| 0.5 * (a + b) / u0).collect()
-        }
+        let lines: Vec<Vec<f64>> = centre(self.grid.n[0]).map(|i| self.column(&self.fields.u, i)).collect();
+        centreline(&lines, self.params.lid_velocity)
     }
 
     /// `v / u0` along the horizontal centreline `y = 0.5`, one value per node column.
     pub fn centreline_v(&self) -> Vec<f64> {
         self.assert_host_current("centreline_v");
         let n = self.grid.n[0];
-        let u0 = self.params.lid_velocity;
         let row = |j: usize| self.fields.v[j * n..(j + 1) * n].iter().map(|x| x.f64()).collect::<Vec<f64>>();
-        if n % 2 == 1 {
-            row((n - 1) / 2).iter().map(|x| x / u0).collect()
-        } else {
-            let (a, b) = (row(n / 2 - 1), row(n / 2));
-            a.iter().zip(&b).map(|(a, b)| 0.5 * (a + b) / u0).collect()
-        }
+        centreline(&centre(n).map(row).collect::<Vec<_>>(), self.params.lid_velocity)
     }
 
     /// The centreline profiles interpolated to the stations of `reference` at this Re, with
     /// the errors; None when that reference has no table for this Re.
     pub fn compare(&self, reference: Reference) -> Option<Comparison> {
         self.assert_host_current("compare");
-        let (tu, tv) = reference.tables(self.params.re)?;
-        let h = self.grid.spacing[0];
-        let u = interpolate(&self.centreline_u(), h, &tu.coord);
-        let v = interpolate(&self.centreline_v(), h, &tv.coord);
-        let (u_max, u_rms, u_stations) = max_rms(&u, &tu);
-        let (v_max, v_rms, v_stations) = max_rms(&v, &tv);
-        let skipped = tu.suspect.iter().chain(&tv.suspect).filter(|&&s| s).count();
-        let errors = ProfileErrors { u_max, u_rms, v_max, v_rms, u_stations, v_stations, skipped };
-        Some(Comparison { u_table: tu, u, v_table: tv, v, errors })
+        compare(&self.params, &self.centreline_u(), &self.centreline_v(), reference)
     }
 
     /// Vorticity `dv/dx - du/dy`: central differences inside, second-order one-sided ones on
@@ -516,29 +492,13 @@ impl<T: Real> Cavity<T> {
         let [nx, ny] = self.grid.n;
         let h = self.grid.spacing[0];
         let (u, v) = (&self.fields.u, &self.fields.v);
-        let d = |f: &[T], k: usize, stride: usize, idx: usize, len: usize| -> f64 {
-            let g = |o: isize| f[(k as isize + o * stride as isize) as usize].f64();
-            if idx == 0 {
-                (-3.0 * g(0) + 4.0 * g(1) - g(2)) / (2.0 * h)
-            } else if idx == len - 1 {
-                (3.0 * g(0) - 4.0 * g(-1) + g(-2)) / (2.0 * h)
-            } else {
-                (g(1) - g(-1)) / (2.0 * h)
-            }
-        };
         let mut w = vec![0.0; nx * ny];
         w.par_chunks_mut(nx).enumerate().for_each(|(j, row)| {
             for (i, out) in row.iter_mut().enumerate() {
-                let k = j * nx + i;
-                *out = d(v, k, 1, i, nx) - d(u, k, nx, j, ny);
+                *out = vorticity_at(u, v, nx, h, j * nx + i, [i, j], self.grid.n);
             }
         });
         w
-    }
-
-    /// Whether step `step` sums the change of `u` (the first and every residual step).
-    fn summed(&self, step: u64) -> bool {
-        step == 1 || step.is_multiple_of(self.params.residual.every)
     }
 
     /// Residual check at a multiple of K: R_K from the change since the snapshot.
@@ -546,13 +506,288 @@ impl<T: Real> Cavity<T> {
         let nx = self.grid.n[0];
         let change =
             kernels::change_and_snapshot(&self.fields.u, &self.fields.v, &mut self.u_snap, &mut self.v_snap, nx);
-        let u0 = self.params.lid_velocity;
-        self.r_k = change * LENGTH / (u0 * u0 * (self.time - self.t_snap));
-        self.t_snap = self.time;
-        let below = self.r_k < self.params.residual.tol;
+        self.res.check(&self.params, change, self.time);
+    }
+}
+
+/// What the output fields mean (see [`Solver::units`]).
+const UNITS: &str = "velocity: (u, v, 0) in the units of the lid speed (lid_velocity); p: pressure / density; \
+                     vorticity: dv/dx - du/dy; speed: |velocity|; x, y: the unit square (side L = 1)";
+
+/// See [`Solver::bytes_per_step`].
+fn bytes_per_step<T: Real>(grid: &Grid) -> f64 {
+    // Predictor 3 in + 3 out, corrector 6 in + 3 out (spec: beta_lo = 15).
+    15.0 * grid.nodes() as f64 * T::PRECISION.bytes() as f64
+}
+
+/// The steady-state test (R_K every `residual.every` steps, from the change of u, v since the
+/// snapshot taken at the previous check) and the reference-style sums of the one-step change
+/// of u: the state a checkpoint keeps besides the fields.
+#[derive(Clone, Debug)]
+struct Residual {
+    /// Time of the snapshot.
+    t_snap: f64,
+    /// Latest R_K (NaN before the first check).
+    r_k: f64,
+    /// R_K was below tol at the latest check.
+    below_once: bool,
+    converged: bool,
+    /// Sum of squares of the one-step change of u, after the first step and at the latest
+    /// residual check.
+    du2_first: f64,
+    du2_last: f64,
+}
+
+impl Residual {
+    fn new() -> Self {
+        Residual {
+            t_snap: 0.0,
+            r_k: f64::NAN,
+            below_once: false,
+            converged: false,
+            du2_first: f64::NAN,
+            du2_last: f64::NAN,
+        }
+    }
+
+    /// The sum `du2` of step `step`'s change of u.
+    fn summed(&mut self, step: u64, du2: f64) {
+        if step == 1 {
+            self.du2_first = du2;
+        }
+        self.du2_last = du2;
+    }
+
+    /// A residual check at `time`; `change` is the largest change of u, v since the snapshot.
+    fn check(&mut self, p: &CavityParams, change: f64, time: f64) {
+        let u0 = p.lid_velocity;
+        self.r_k = change * LENGTH / (u0 * u0 * (time - self.t_snap));
+        self.t_snap = time;
+        let below = self.r_k < p.residual.tol;
         self.converged = below && self.below_once;
         self.below_once = below;
     }
+
+    /// `residual_state`: t_snapshot, R_K, below-tolerance flag, du2 first step, du2 latest;
+    /// always f64.
+    fn state(&self) -> StateArray {
+        let below = if self.below_once { 1.0 } else { 0.0 };
+        let scalars = vec![self.t_snap, self.r_k, below, self.du2_first, self.du2_last];
+        StateArray::other("residual_state", f64::wrap(scalars))
+    }
+
+    /// From the `residual_state` of a checkpoint at `time`, checked.
+    fn restore(arrays: &mut Vec<StateArray>, time: f64) -> Result<Self> {
+        let r = take_array::<f64>(arrays, "residual_state", &[5])?;
+        if !(r[0].is_finite() && r[0] <= time) || !(r[2] == 0.0 || r[2] == 1.0) {
+            return Err(SimError::Input(format!("dataset /fields/residual_state holds invalid values {r:?}")));
+        }
+        let [t_snap, r_k, below, du2_first, du2_last] = [r[0], r[1], r[2], r[3], r[4]];
+        Ok(Residual { t_snap, r_k, below_once: below == 1.0, converged: false, du2_first, du2_last })
+    }
+
+    fn status(&self) -> String {
+        if self.r_k.is_nan() { "R_K = n/a".into() } else { format!("R_K = {:.2e}", self.r_k) }
+    }
+
+    /// The diagnostics from these and the statistics `t` of the fields (see [`row_stats`]) on
+    /// spacing `h`.
+    fn diagnostics(&self, t: [f64; 5], h: f64) -> Vec<(&'static str, f64)> {
+        vec![
+            ("R_K", self.r_k),
+            ("du2_one_step", self.du2_last),
+            ("du2_ratio", self.du2_last / self.du2_first),
+            ("max_abs_u", t[0]),
+            ("max_abs_v", t[1]),
+            ("p_min", t[2]),
+            ("p_max", t[3]),
+            ("kinetic_energy", 0.5 * t[4] * h * h),
+        ]
+    }
+
+    /// The report's entries: these, and the comparison of the centreline profiles `(u, v)`
+    /// with the references (left out without profiles: ranks other than 0 of a decomposed run).
+    fn report(&self, p: &CavityParams, profiles: Option<(&[f64], &[f64])>) -> Map<String, serde_json::Value> {
+        let mut m = Map::new();
+        let num = |x: f64| if x.is_finite() { serde_json::Value::from(x) } else { serde_json::Value::Null };
+        m.insert("R_K".into(), num(self.r_k));
+        m.insert("converged".into(), self.converged.into());
+        let Some((pu, pv)) = profiles else { return m };
+        match compare(p, pu, pv, Reference::Ghia) {
+            Some(Comparison { errors: e, .. }) => {
+                m.insert("reference".into(), format!("Ghia et al. 1982, Re = {}", p.re).into());
+                m.insert("u_max_error".into(), e.u_max.into());
+                m.insert("u_rms_error".into(), e.u_rms.into());
+                m.insert("v_max_error".into(), e.v_max.into());
+                m.insert("v_rms_error".into(), e.v_rms.into());
+                m.insert("max_error".into(), e.u_max.max(e.v_max).into());
+                m.insert("stations_skipped_suspect".into(), e.skipped.into());
+            }
+            None => {
+                m.insert(
+                    "reference".into(),
+                    format!("none: Ghia et al. 1982 tabulate Re = {:?}", Reference::Ghia.reynolds()).into(),
+                );
+            }
+        }
+        if let Some(Comparison { errors: e, .. }) = compare(p, pu, pv, Reference::Erturk) {
+            m.insert("erturk_u_max_error".into(), e.u_max.into());
+            m.insert("erturk_u_rms_error".into(), e.u_rms.into());
+            m.insert("erturk_v_max_error".into(), e.v_max.into());
+            m.insert("erturk_v_rms_error".into(), e.v_rms.into());
+        }
+        m
+    }
+}
+
+/// The middle node line(s) of `n`: one for odd `n`, the two middle ones for even `n`.
+fn centre(n: usize) -> std::ops::Range<usize> {
+    let first = (n - 1) / 2;
+    first..first + 2 - n % 2
+}
+
+/// A centreline profile in units of `u0` from the values along the middle line(s) (see
+/// [`centre`]; two are averaged).
+fn centreline(lines: &[Vec<f64>], u0: f64) -> Vec<f64> {
+    match lines {
+        [a] => a.iter().map(|x| x / u0).collect(),
+        [a, b] => a.iter().zip(b).map(|(a, b)| 0.5 * (a + b) / u0).collect(),
+        _ => unreachable!("one or two middle lines"),
+    }
+}
+
+/// The centreline profiles `pu`, `pv` interpolated to the stations of `reference` at the Re
+/// of `p`, with the errors; None when that reference has no table for this Re.
+fn compare(p: &CavityParams, pu: &[f64], pv: &[f64], reference: Reference) -> Option<Comparison> {
+    let (tu, tv) = reference.tables(p.re)?;
+    let h = p.dx();
+    let u = interpolate(pu, h, &tu.coord);
+    let v = interpolate(pv, h, &tv.coord);
+    let (u_max, u_rms, u_stations) = max_rms(&u, &tu);
+    let (v_max, v_rms, v_stations) = max_rms(&v, &tv);
+    let skipped = tu.suspect.iter().chain(&tv.suspect).filter(|&&s| s).count();
+    let errors = ProfileErrors { u_max, u_rms, v_max, v_rms, u_stations, v_stations, skipped };
+    Some(Comparison { u_table: tu, u, v_table: tv, v, errors })
+}
+
+/// Vorticity `dv/dx - du/dy` at index `k` of `nx`-wide arrays, the node `node` of the `n`-node
+/// grid of spacing `h`: central differences inside, second-order one-sided ones on the walls.
+fn vorticity_at<T: Real>(u: &[T], v: &[T], nx: usize, h: f64, k: usize, node: [usize; 2], n: [usize; 2]) -> f64 {
+    let d = |f: &[T], stride: usize, idx: usize, len: usize| -> f64 {
+        let g = |o: isize| f[(k as isize + o * stride as isize) as usize].f64();
+        if idx == 0 {
+            (-3.0 * g(0) + 4.0 * g(1) - g(2)) / (2.0 * h)
+        } else if idx == len - 1 {
+            (3.0 * g(0) - 4.0 * g(-1) + g(-2)) / (2.0 * h)
+        } else {
+            (g(1) - g(-1)) / (2.0 * h)
+        }
+    };
+    d(v, 1, node[0], n[0]) - d(u, nx, node[1], n[1])
+}
+
+/// The output fields from `u, v, p` and the vorticity at the same nodes.
+fn node_fields<T: Real>(u: &[T], v: &[T], p: Vec<T>, vorticity: Vec<f64>) -> Vec<OutField> {
+    let mut vel = vec![T::zero(); 3 * u.len()];
+    vel.par_chunks_mut(3).zip(u.par_iter().zip(v.par_iter())).for_each(|(o, (&a, &b))| {
+        o[0] = a;
+        o[1] = b;
+    });
+    let speed: Vec<T> = u.par_iter().zip(v.par_iter()).map(|(&a, &b)| (a * a + b * b).sqrt()).collect();
+    let vort: Vec<T> = vorticity.into_iter().map(T::of).collect();
+    vec![
+        OutField::new("velocity", 3, Location::Node, T::wrap(vel)),
+        OutField::new("p", 1, Location::Node, T::wrap(p)),
+        OutField::new("vorticity", 1, Location::Node, T::wrap(vort)),
+        OutField::new("speed", 1, Location::Node, T::wrap(speed)),
+    ]
+}
+
+/// The statistics of the diagnostics over one row (or run) of nodes: max |u|, max |v|, min p,
+/// max p and the sum of u^2 + v^2; [`merge_stats`] combines them, from [`NO_STATS`].
+fn row_stats<T: Real>(u: &[T], v: &[T], p: &[T]) -> [f64; 5] {
+    let mut r = NO_STATS;
+    for k in 0..u.len() {
+        let (a, b, c) = (u[k].f64(), v[k].f64(), p[k].f64());
+        r[0] = r[0].max(a.abs());
+        r[1] = r[1].max(b.abs());
+        r[2] = r[2].min(c);
+        r[3] = r[3].max(c);
+        r[4] += a * a + b * b;
+    }
+    r
+}
+
+const NO_STATS: [f64; 5] = [0.0, 0.0, f64::MAX, f64::MIN, 0.0];
+
+fn merge_stats(a: [f64; 5], r: [f64; 5]) -> [f64; 5] {
+    [a[0].max(r[0]), a[1].max(r[1]), a[2].min(r[2]), a[3].max(r[3]), a[4] + r[4]]
+}
+
+/// The fields of the state, in checkpoint order.
+const STATE: [&str; 5] = ["u", "v", "p", "u_snapshot", "v_snapshot"];
+
+/// The checkpoint arrays: `fields` (see [`STATE`]) in the serial layout on `mesh`, and the
+/// residual state.
+fn state_arrays<T: Real>(mesh: &Mesh, fields: [Vec<T>; 5], res: &Residual) -> Vec<StateArray> {
+    let mut v: Vec<StateArray> =
+        STATE.iter().zip(fields).map(|(name, f)| StateArray::field(name, Place::NODE, mesh, T::wrap(f))).collect();
+    v.push(res.state());
+    v
+}
+
+fn state_layout<T: Real>(mesh: &Mesh) -> Vec<ArraySpec> {
+    let mut v: Vec<ArraySpec> =
+        STATE.iter().map(|name| ArraySpec::field(name, Place::NODE, mesh, T::PRECISION)).collect();
+    v.push(ArraySpec::other("residual_state", 5, Precision::F64));
+    v
+}
+
+/// The fields (see [`STATE`]) and the residual state of a checkpoint at `time`, checked.
+fn take_state<T: Real>(mut arrays: Vec<StateArray>, mesh: &Mesh, time: f64) -> Result<([Vec<T>; 5], Residual)> {
+    let s = crate::solver::shape_of(Place::NODE, mesh);
+    let mut fields = Vec::new();
+    for name in STATE {
+        fields.push(take_array::<T>(&mut arrays, name, &s)?);
+    }
+    let res = Residual::restore(&mut arrays, time)?;
+    Ok((fields.try_into().unwrap_or_else(|_| unreachable!("five fields")), res))
+}
+
+/// The result files of the centreline profiles `pu`, `pv` (see [`Solver::write_results`]).
+#[allow(clippy::needless_range_loop)]
+fn write_profiles(dir: &std::path::Path, p: &CavityParams, pu: &[f64], pv: &[f64]) -> Result<Vec<String>> {
+    let h = p.dx();
+    // Full nodal profiles.
+    let mut s = String::from("y,u\n");
+    for (j, x) in pu.iter().enumerate() {
+        s += &format!("{:.10},{:.10e}\n", j as f64 * h, x);
+    }
+    crate::io::write_atomic(&dir.join("profile_u.csv"), s.as_bytes())?;
+    let mut s = String::from("x,v\n");
+    for (i, x) in pv.iter().enumerate() {
+        s += &format!("{:.10},{:.10e}\n", i as f64 * h, x);
+    }
+    crate::io::write_atomic(&dir.join("profile_v.csv"), s.as_bytes())?;
+    // At Ghia's stations (the same 17 for every Re), with the reference where tabulated.
+    let (tu, tv) =
+        Reference::Ghia.tables(p.re).unwrap_or_else(|| Reference::Ghia.tables(100.0).expect("embedded table").clone());
+    let has = Reference::Ghia.tables(p.re).is_some();
+    for (name, axis, var, table, prof) in
+        [("centreline_u.csv", "y", "u", &tu, pu), ("centreline_v.csv", "x", "v", &tv, pv)]
+    {
+        let vals = interpolate(prof, h, &table.coord);
+        let mut s = if has { format!("{axis},{var},{var}_ghia,ghia_suspect\n") } else { format!("{axis},{var}\n") };
+        for k in 0..vals.len() {
+            s += &format!("{:.4},{:.10e}", table.coord[k], vals[k]);
+            if has {
+                s += &format!(",{},{}", table.value[k], table.suspect[k] as u8);
+            }
+            s += "\n";
+        }
+        crate::io::write_atomic(&dir.join(name), s.as_bytes())?;
+    }
+    Ok(<CavityParams as Registered>::RESULT_FILES.iter().map(|f| f.to_string()).collect())
 }
 
 impl<T: Real> Solver for Cavity<T> {
@@ -577,14 +812,12 @@ impl<T: Real> Solver for Cavity<T> {
         let c = if dt == self.dt {
             &self.coeffs
         } else {
-            let p = &self.params;
-            let h = self.grid.spacing[0];
-            short = Coeffs::new(dt, h, h, p.nu(), p.sound_speed(), p.lid_velocity);
+            short = self.params.coeffs(dt);
             &short
         };
         let k = self.params.residual.every;
         let next = self.step + 1;
-        let summed = self.summed(next);
+        let summed = self.params.summed(next);
         self.host_current = self.gpu.is_none();
         let du2 = match &mut self.gpu {
             None if summed => Some(self.fields.step_with_change(c)),
@@ -607,10 +840,7 @@ impl<T: Real> Solver for Cavity<T> {
             }
         };
         if let Some(du2) = du2 {
-            if next == 1 {
-                self.du2_first = du2;
-            }
-            self.du2_last = du2;
+            self.res.summed(next, du2);
         }
         self.step = next;
         self.time += dt;
@@ -623,7 +853,7 @@ impl<T: Real> Solver for Cavity<T> {
     /// Up to the next step that sums the change (which may end the run by convergence).
     fn steps_per_call(&self) -> u64 {
         let Some(tiling) = &self.tiling else { return 1 };
-        let to_summed = (self.step + 1..).find(|&s| self.summed(s)).map_or(1, |s| s - self.step);
+        let to_summed = (self.step + 1..).find(|&s| self.params.summed(s)).map_or(1, |s| s - self.step);
         to_summed.min(tiling.steps() as u64)
     }
 
@@ -633,7 +863,7 @@ impl<T: Real> Solver for Cavity<T> {
         while left > 0 {
             let run = match &self.tiling {
                 Some(tiling) if dt == self.dt => (1..=left.min(tiling.steps() as u64))
-                    .take_while(|&s| !self.summed(self.step + s))
+                    .take_while(|&s| !self.params.summed(self.step + s))
                     .last()
                     .unwrap_or(0),
                 _ => 0,
@@ -679,66 +909,27 @@ impl<T: Real> Solver for Cavity<T> {
     }
 
     fn units(&self) -> &'static str {
-        "velocity: (u, v, 0) in the units of the lid speed (lid_velocity); p: pressure / density; \
-         vorticity: dv/dx - du/dy; speed: |velocity|; x, y: the unit square (side L = 1)"
+        UNITS
     }
 
     fn output_fields(&self) -> Vec<OutField> {
         self.assert_host_current("output_fields");
-        let (u, v, p) = (&self.fields.u, &self.fields.v, &self.fields.p);
-        let mut vel = vec![T::zero(); 3 * u.len()];
-        vel.par_chunks_mut(3).zip(u.par_iter().zip(v.par_iter())).for_each(|(o, (&a, &b))| {
-            o[0] = a;
-            o[1] = b;
-        });
-        let speed: Vec<T> = u.par_iter().zip(v.par_iter()).map(|(&a, &b)| (a * a + b * b).sqrt()).collect();
-        let vort: Vec<T> = self.vorticity().into_iter().map(T::of).collect();
-        vec![
-            OutField::new("velocity", 3, Location::Node, T::wrap(vel)),
-            OutField::new("p", 1, Location::Node, T::wrap(p.to_vec())),
-            OutField::new("vorticity", 1, Location::Node, T::wrap(vort)),
-            OutField::new("speed", 1, Location::Node, T::wrap(speed)),
-        ]
+        node_fields(&self.fields.u, &self.fields.v, self.fields.p.to_vec(), self.vorticity())
     }
 
     fn state(&self) -> Vec<StateArray> {
         self.assert_host_current("state");
-        let mesh = self.mesh();
-        let a = |name: &str, v: &[T]| StateArray::field(name, Place::NODE, &mesh, T::wrap(v.to_vec()));
-        let scalars =
-            vec![self.t_snap, self.r_k, if self.below_once { 1.0 } else { 0.0 }, self.du2_first, self.du2_last];
-        vec![
-            a("u", &self.fields.u),
-            a("v", &self.fields.v),
-            a("p", &self.fields.p),
-            a("u_snapshot", &self.u_snap),
-            a("v_snapshot", &self.v_snap),
-            // t_snapshot, R_K, below-tolerance flag, du2 first step, du2 latest: always f64.
-            StateArray::other("residual_state", f64::wrap(scalars)),
-        ]
+        let f = &self.fields;
+        let fields = [&f.u[..], &f.v[..], &f.p[..], &self.u_snap[..], &self.v_snap[..]].map(|a| a.to_vec());
+        state_arrays(&self.mesh(), fields, &self.res)
     }
 
     fn state_layout(&self) -> Vec<ArraySpec> {
-        let mesh = self.mesh();
-        let mut v: Vec<ArraySpec> = ["u", "v", "p", "u_snapshot", "v_snapshot"]
-            .iter()
-            .map(|name| ArraySpec::field(name, Place::NODE, &mesh, T::PRECISION))
-            .collect();
-        v.push(ArraySpec::other("residual_state", 5, Precision::F64));
-        v
+        state_layout::<T>(&self.mesh())
     }
 
-    fn restore(&mut self, step: u64, time: f64, mut arrays: Vec<StateArray>) -> Result<()> {
-        let s = crate::solver::shape_of(Place::NODE, &self.mesh());
-        let u = take_array::<T>(&mut arrays, "u", &s)?;
-        let v = take_array::<T>(&mut arrays, "v", &s)?;
-        let p = take_array::<T>(&mut arrays, "p", &s)?;
-        let us = take_array::<T>(&mut arrays, "u_snapshot", &s)?;
-        let vs = take_array::<T>(&mut arrays, "v_snapshot", &s)?;
-        let r = take_array::<f64>(&mut arrays, "residual_state", &[5])?;
-        if !(r[0].is_finite() && r[0] <= time) || !(r[2] == 0.0 || r[2] == 1.0) {
-            return Err(SimError::Input(format!("dataset /fields/residual_state holds invalid values {r:?}")));
-        }
+    fn restore(&mut self, step: u64, time: f64, arrays: Vec<StateArray>) -> Result<()> {
+        let ([u, v, p, us, vs], res) = take_state::<T>(arrays, &self.mesh(), time)?;
         self.fields.u.copy_from_slice(&u);
         self.fields.v.copy_from_slice(&v);
         self.fields.p.copy_from_slice(&p);
@@ -748,12 +939,7 @@ impl<T: Real> Solver for Cavity<T> {
         self.host_current = true;
         self.u_snap = us;
         self.v_snap = vs;
-        self.t_snap = r[0];
-        self.r_k = r[1];
-        self.below_once = r[2] == 1.0;
-        self.du2_first = r[3];
-        self.du2_last = r[4];
-        self.converged = false;
+        self.res = res;
         self.step = step;
         self.time = time;
         Ok(())
@@ -772,124 +958,37 @@ impl<T: Real> Solver for Cavity<T> {
         let nx = self.grid.n[0];
         let (u, v, p) = (&self.fields.u, &self.fields.v, &self.fields.p);
         // Per-row partials combined in order: independent of the thread count.
-        let rows: Vec<[f64; 5]> = u
-            .par_chunks(nx)
-            .zip(v.par_chunks(nx))
-            .zip(p.par_chunks(nx))
-            .map(|((u, v), p)| {
-                let mut r = [0.0, 0.0, f64::MAX, f64::MIN, 0.0];
-                for k in 0..u.len() {
-                    let (a, b, c) = (u[k].f64(), v[k].f64(), p[k].f64());
-                    r[0] = r[0].max(a.abs());
-                    r[1] = r[1].max(b.abs());
-                    r[2] = r[2].min(c);
-                    r[3] = r[3].max(c);
-                    r[4] += a * a + b * b;
-                }
-                r
-            })
-            .collect();
-        let t = rows.iter().fold([0.0, 0.0, f64::MAX, f64::MIN, 0.0], |a, r| {
-            [a[0].max(r[0]), a[1].max(r[1]), a[2].min(r[2]), a[3].max(r[3]), a[4] + r[4]]
-        });
-        let h = self.grid.spacing[0];
-        vec![
-            ("R_K", self.r_k),
-            ("du2_one_step", self.du2_last),
-            ("du2_ratio", self.du2_last / self.du2_first),
-            ("max_abs_u", t[0]),
-            ("max_abs_v", t[1]),
-            ("p_min", t[2]),
-            ("p_max", t[3]),
-            ("kinetic_energy", 0.5 * t[4] * h * h),
-        ]
+        let rows = u.par_chunks(nx).zip(v.par_chunks(nx)).zip(p.par_chunks(nx));
+        let rows: Vec<[f64; 5]> = rows.map(|((u, v), p)| row_stats(u, v, p)).collect();
+        let t = rows.into_iter().fold(NO_STATS, merge_stats);
+        self.res.diagnostics(t, self.grid.spacing[0])
     }
 
     fn report(&self) -> serde_json::Map<String, serde_json::Value> {
         self.assert_host_current("report");
-        let mut m = serde_json::Map::new();
-        let num = |x: f64| if x.is_finite() { serde_json::Value::from(x) } else { serde_json::Value::Null };
+        let mut m = self.res.report(&self.params, Some((&self.centreline_u(), &self.centreline_v())));
         if let Some(tiling) = &self.tiling {
             m.insert("temporal_block".into(), tiling.to_string().into());
-        }
-        m.insert("R_K".into(), num(self.r_k));
-        m.insert("converged".into(), self.converged.into());
-        match self.compare(Reference::Ghia) {
-            Some(Comparison { errors: e, .. }) => {
-                m.insert("reference".into(), format!("Ghia et al. 1982, Re = {}", self.params.re).into());
-                m.insert("u_max_error".into(), e.u_max.into());
-                m.insert("u_rms_error".into(), e.u_rms.into());
-                m.insert("v_max_error".into(), e.v_max.into());
-                m.insert("v_rms_error".into(), e.v_rms.into());
-                m.insert("max_error".into(), e.u_max.max(e.v_max).into());
-                m.insert("stations_skipped_suspect".into(), e.skipped.into());
-            }
-            None => {
-                m.insert(
-                    "reference".into(),
-                    format!("none: Ghia et al. 1982 tabulate Re = {:?}", Reference::Ghia.reynolds()).into(),
-                );
-            }
-        }
-        if let Some(Comparison { errors: e, .. }) = self.compare(Reference::Erturk) {
-            m.insert("erturk_u_max_error".into(), e.u_max.into());
-            m.insert("erturk_u_rms_error".into(), e.u_rms.into());
-            m.insert("erturk_v_max_error".into(), e.v_max.into());
-            m.insert("erturk_v_rms_error".into(), e.v_rms.into());
         }
         m
     }
 
     fn bytes_per_step(&self) -> f64 {
-        // Predictor 3 in + 3 out, corrector 6 in + 3 out (spec: beta_lo = 15).
-        15.0 * self.grid.nodes() as f64 * T::PRECISION.bytes() as f64
+        bytes_per_step::<T>(&self.grid)
     }
 
 
     fn converged(&self) -> bool {
-        self.converged
+        self.res.converged
     }
 
     fn status(&self) -> Option<String> {
-        Some(if self.r_k.is_nan() { "R_K = n/a".into() } else { format!("R_K = {:.2e}", self.r_k) })
+        Some(self.res.status())
     }
 
-    #[allow(clippy::needless_range_loop)]
     fn write_results(&self, dir: &std::path::Path) -> Result<Vec<String>> {
         self.assert_host_current("write_results");
-        let h = self.grid.spacing[0];
-        let (pu, pv) = (self.centreline_u(), self.centreline_v());
-        // Full nodal profiles.
-        let mut s = String::from("y,u\n");
-        for (j, x) in pu.iter().enumerate() {
-            s += &format!("{:.10},{:.10e}\n", j as f64 * h, x);
-        }
-        crate::io::write_atomic(&dir.join("profile_u.csv"), s.as_bytes())?;
-        let mut s = String::from("x,v\n");
-        for (i, x) in pv.iter().enumerate() {
-            s += &format!("{:.10},{:.10e}\n", i as f64 * h, x);
-        }
-        crate::io::write_atomic(&dir.join("profile_v.csv"), s.as_bytes())?;
-        // At Ghia's stations (the same 17 for every Re), with the reference where tabulated.
-        let (tu, tv) = Reference::Ghia
-            .tables(self.params.re)
-            .unwrap_or_else(|| Reference::Ghia.tables(100.0).expect("embedded table").clone());
-        let has = Reference::Ghia.tables(self.params.re).is_some();
-        for (name, axis, var, table, prof) in
-            [("centreline_u.csv", "y", "u", &tu, &pu), ("centreline_v.csv", "x", "v", &tv, &pv)]
-        {
-            let vals = interpolate(prof, h, &table.coord);
-            let mut s = if has { format!("{axis},{var},{var}_ghia,ghia_suspect\n") } else { format!("{axis},{var}\n") };
-            for k in 0..vals.len() {
-                s += &format!("{:.4},{:.10e}", table.coord[k], vals[k]);
-                if has {
-                    s += &format!(",{},{}", table.value[k], table.suspect[k] as u8);
-                }
-                s += "\n";
-            }
-            crate::io::write_atomic(&dir.join(name), s.as_bytes())?;
-        }
-        Ok(<CavityParams as Registered>::RESULT_FILES.iter().map(|f| f.to_string()).collect())
+        write_profiles(dir, &self.params, &self.centreline_u(), &self.centreline_v())
     }
 }
 

@@ -19,11 +19,9 @@ use super::{Setup, kernels};
 use crate::cuda::driver_err;
 use crate::solvers::Device;
 use crate::error::Result;
-use crate::parallel::{Block, Comm, Reduce};
+use crate::parallel::{self, Block, Comm, HaloTimes, Reduce};
 use crate::real::{Precision, Real};
-use crate::solver::{
-    ArraySpec, Grid, Location, Mesh, NonFinite, OutField, Piece, Place, Solver, StateArray, take_array,
-};
+use crate::solver::{ArraySpec, Grid, Location, Mesh, NonFinite, OutField, Piece, Place, Solver, StateArray, take_array};
 
 pub struct Heat2dPart<T: Real> {
     comm: Arc<dyn Comm>,
@@ -34,10 +32,8 @@ pub struct Heat2dPart<T: Real> {
     next: Vec<T>,
     step: u64,
     time: f64,
-    /// Time spent in the steps, and in their ghost exchanges beyond the update they overlap
-    /// (reported as its share).
-    stepping: Duration,
-    exchanging: Duration,
+    /// Time spent in the steps, and in their ghost exchanges beyond the update they overlap.
+    halo: HaloTimes,
     /// The block on a GPU; `temp` is then its host copy, current after `sync`.
     gpu: Option<HeatCuda<T>>,
     /// Where the block is updated: `cpu` or the device.
@@ -68,8 +64,7 @@ impl<T: Real> Heat2dPart<T> {
             block,
             step: 0,
             time: 0.0,
-            stepping: Duration::ZERO,
-            exchanging: Duration::ZERO,
+            halo: HaloTimes::default(),
             gpu: None,
             on: "cpu".into(),
         };
@@ -93,20 +88,7 @@ impl<T: Real> Heat2dPart<T> {
 
     /// The owned nodes with their global (x, y) index.
     fn owned(&self) -> impl Iterator<Item = ([usize; 2], T)> + '_ {
-        let [xs, ys] = self.block.owned.clone();
-        let [w, s] = [self.block.ghosts[0], self.block.ghosts[2]];
-        let nx = self.block.stored[0];
-        ys.enumerate().flat_map(move |(j, gy)| {
-            xs.clone().enumerate().map(move |(i, gx)| ([gx, gy], self.temp[(s + j) * nx + w + i]))
-        })
-    }
-
-    /// The output piece: the owned nodes and the first node of the east and north neighbours
-    /// (ParaView's pieces of point data share their border nodes).
-    fn piece_range(&self, block: &Block) -> [std::ops::Range<usize>; 2] {
-        let [xs, ys] = &block.owned;
-        let shared = |a: usize| usize::from(block.ghosts[2 * a + 1] > 0);
-        [xs.start..xs.end + shared(0), ys.start..ys.end + shared(1)]
+        self.block.owned_nodes(&self.temp)
     }
 }
 
@@ -140,9 +122,9 @@ impl<T: Real> Solver for Heat2dPart<T> {
         let start = Instant::now();
         if let Some(gpu) = &mut self.gpu {
             exchange_rows(gpu, &self.block, self.comm.as_ref(), &mut self.temp)?;
-            self.exchanging += start.elapsed();
+            self.halo.exchanging += start.elapsed();
             gpu.step(r)?;
-            self.stepping += start.elapsed();
+            self.halo.stepping += start.elapsed();
             self.step += 1;
             self.time += dt;
             return Ok(());
@@ -155,12 +137,12 @@ impl<T: Real> Solver for Heat2dPart<T> {
             kernels::ftcs2d(t, next, nx, r);
             update += at.elapsed();
         });
-        self.exchanging += start.elapsed() - update;
+        self.halo.exchanging += start.elapsed() - update;
         let ([w, e, s, n], ny) = (self.block.ghosts, self.block.stored[1]);
         let rows: Vec<usize> = [(s > 0, 1), (n > 0, ny - 2)].into_iter().filter(|x| x.0).map(|x| x.1).collect();
         let cols: Vec<usize> = [(w > 0, 1), (e > 0, nx - 2)].into_iter().filter(|x| x.0).map(|x| x.1).collect();
         kernels::ftcs2d_lines(&self.temp, &mut self.next, nx, r, &rows, &cols);
-        self.stepping += start.elapsed();
+        self.halo.stepping += start.elapsed();
         std::mem::swap(&mut self.temp, &mut self.next);
         self.step += 1;
         self.time += dt;
@@ -181,8 +163,7 @@ impl<T: Real> Solver for Heat2dPart<T> {
     }
 
     fn backend(&self) -> String {
-        let [px, py] = self.comm.dims();
-        format!("{}, {} MPI ranks ({px} x {py})", self.on, self.comm.size())
+        parallel::backend(&self.on, self.comm.as_ref())
     }
 
     fn mesh(&self) -> Mesh {
@@ -190,20 +171,7 @@ impl<T: Real> Solver for Heat2dPart<T> {
     }
 
     fn piece(&self) -> Option<Piece> {
-        let [xs, ys] = self.piece_range(&self.block);
-        let g = &self.setup.grid;
-        let grid = Grid {
-            n: [xs.len(), ys.len()],
-            origin: [g.origin[0] + xs.start as f64 * g.spacing[0], g.origin[1] + ys.start as f64 * g.spacing[1]],
-            spacing: g.spacing,
-        };
-        let extents = (0..self.comm.size())
-            .map(|rank| {
-                let [x, y] = self.piece_range(&Block::of_rank(self.comm.dims(), rank, g.n, 1));
-                [x.start, x.end - 1, y.start, y.end - 1]
-            })
-            .collect();
-        Some(Piece { mesh: Mesh::Nodes(grid), offset: [xs.start, ys.start], extents })
+        Some(self.block.piece(self.comm.as_ref(), &self.setup.grid))
     }
 
     fn units(&self) -> &'static str {
@@ -212,11 +180,8 @@ impl<T: Real> Solver for Heat2dPart<T> {
     }
 
     fn output_fields(&self) -> Vec<OutField> {
-        let [xs, ys] = self.piece_range(&self.block);
-        let nx = self.block.stored[0];
-        let at = |a: usize, g: usize| (g as isize - self.block.first[a]) as usize;
-        let t: Vec<T> =
-            ys.clone().flat_map(|gy| xs.clone().map(move |gx| self.temp[at(1, gy) * nx + at(0, gx)])).collect();
+        let [xs, ys] = self.block.piece_range();
+        let t = self.block.piece_of(&self.temp);
         let first = [xs.start as isize, ys.start as isize];
         let exact: Vec<T> = sample_nodes(&self.setup.grid, first, [xs.len(), ys.len()], |x, y| {
             self.setup.exact.value(x, y, self.time)
@@ -253,16 +218,7 @@ impl<T: Real> Solver for Heat2dPart<T> {
 
     /// The first non-finite node in the serial scan order over all ranks.
     fn find_non_finite(&self) -> Option<NonFinite> {
-        let n = self.setup.grid.n;
-        let mine = self.owned().find(|(_, v)| !v.is_finite());
-        let index = mine.map_or(f64::INFINITY, |([x, y], _)| (y * n[0] + x) as f64);
-        let first = self.comm.all_reduce(index, Reduce::Min);
-        if first.is_infinite() {
-            return None;
-        }
-        let value = self.comm.all_reduce(mine.filter(|_| index == first).map_or(0.0, |(_, v)| v.f64()), Reduce::Sum);
-        let k = first as usize;
-        Some(NonFinite { field: "T", index: vec![k % n[0], k / n[0]], value })
+        self.block.first_non_finite(self.comm.as_ref(), "T", &self.temp, self.setup.grid.n)
     }
 
     /// As the serial solver's, combined over the ranks (the sums in another order: equal to
@@ -292,10 +248,7 @@ impl<T: Real> Solver for Heat2dPart<T> {
         let d = self.diagnostics();
         let mut m = serde_json::Map::new();
         m.insert("reference".into(), "analytic".into());
-        m.insert("ranks".into(), self.comm.size().into());
-        // Rank 0's share (its blocks are among the widest).
-        let share = self.exchanging.as_secs_f64() / self.stepping.as_secs_f64().max(f64::MIN_POSITIVE);
-        m.insert("halo_exchange_share".into(), share.into());
+        self.halo.report(self.comm.as_ref(), &mut m);
         m.insert("max_error".into(), d[3].1.into());
         m.insert("rms_error".into(), d[4].1.into());
         m

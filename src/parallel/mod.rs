@@ -424,7 +424,7 @@ fn overlap(a: &Range<usize>, b: &Range<usize>) -> Range<usize> {
     start..a.end.min(b.end).max(start)
 }
 
-/// The back end of a decomposed CPU solver: `cpu, P MPI ranks (px x py)`.
+/// The back end of a decomposed solver updating its blocks `on` a device: `ON, P MPI ranks (px x py)`.
 pub fn backend(on: &str, comm: &dyn Comm) -> String {
     let [px, py] = comm.dims();
     format!("{on}, {} MPI ranks ({px} x {py})", comm.size())

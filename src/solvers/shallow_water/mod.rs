@@ -231,8 +231,7 @@ impl<T: Real> ShallowWater<T> {
             SchemeName::Cdklm16 => Box::new(cdklm16::Cdklm16::<T>::with_halo(p, &initial, rk, cdklm16::Op, halo())),
             SchemeName::Kp07 => Box::new(kp07::Kp07::<T>::with_halo(p, &initial, rk, kp07::Op, halo())),
         };
-        let [px, py] = ranks.comm.dims();
-        let backend = format!("cpu, {} MPI ranks ({px} x {py})", ranks.comm.size());
+        let backend = crate::parallel::backend("cpu", ranks.comm.as_ref());
         Self::start(params, scheme, backend, None, Some(ranks))
     }
 
@@ -597,9 +596,7 @@ impl<T: Real> Solver for ShallowWater<T> {
         let mut m = serde_json::Map::new();
         m.insert("scheme".into(), self.params.scheme.name().into());
         if let Some(r) = &self.ranks {
-            m.insert("ranks".into(), r.comm.size().into());
-            // Rank 0's share (its blocks are among the widest).
-            m.insert("halo_exchange_share".into(), r.exchange_share().into());
+            r.halo_times().report(r.comm.as_ref(), &mut m);
         }
         m.insert("reference".into(), "conservation of mass".into());
         m.insert("initial_mass".into(), self.initial_mass.into());

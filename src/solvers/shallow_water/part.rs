@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::parallel::{Block, Comm, Reduce, coords_of, split};
+use crate::parallel::{Block, Comm, HaloTimes, Reduce, coords_of, split};
 use crate::real::Real;
 use crate::solver::{Grid, Mesh, NonFinite, Piece, Place};
 
@@ -165,10 +165,9 @@ impl Ranks {
         Ranks { comm, whole, block, stepping: Duration::ZERO, exchanging: Arc::default() }
     }
 
-    /// The share of the steps' time spent in halo exchanges.
-    pub fn exchange_share(&self) -> f64 {
-        let spent = Duration::from_nanos(self.exchanging.load(Ordering::Relaxed));
-        spent.as_secs_f64() / self.stepping.as_secs_f64().max(f64::MIN_POSITIVE)
+    /// The time of the steps and of their halo exchanges.
+    pub fn halo_times(&self) -> HaloTimes {
+        HaloTimes { stepping: self.stepping, exchanging: Duration::from_nanos(self.exchanging.load(Ordering::Relaxed)) }
     }
 
     fn cells_of(&self, rank: usize) -> [Range<usize>; 2] {

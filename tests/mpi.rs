@@ -589,3 +589,26 @@ fn the_cavity_guard_names_the_serial_runs_node() {
     }
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// The cavity on one (emulated where there is none) GPU per rank, blocks of whole rows: 2 and 4
+/// ranks give the serial CPU run's state, history, profiles and report bitwise, in f64 and f32,
+/// and stop at the serial run's step when it converges.
+#[test]
+fn decomposed_cavity_on_gpus_equals_the_serial_run_bitwise() {
+    if emulation::cuda().is_none() {
+        return;
+    }
+    let dir = scratch("mpi_cavity_cuda");
+    for (n, precision, tol, steps) in [(41, "f64", "1.0e-4", 60), (40, "f32", "1.0e-4", 60), (41, "f64", "4.3", 300)] {
+        write(&dir, "case.yaml", &cavity(n, precision, tol, steps, ""));
+        ok(sim(&dir, &["run", "case.yaml", "--quiet", "--overwrite", "--out", "serial"]));
+        for np in [2, 4] {
+            let o = ok(mpirun_cuda(&dir, np, &["run", "case.yaml", "--overwrite", "--out", "p", "--backend", "cuda"]));
+            assert!(String::from_utf8_lossy(&o.stdout).contains("cuda ("), "{}", stderr(&o));
+            assert!(final_bits(&dir, "p") == final_bits(&dir, "serial"), "{precision} {tol} on {np} GPU ranks");
+            assert_eq!(history_and_results(&dir, "p"), history_and_results(&dir, "serial"), "{np} GPU ranks");
+            assert_eq!(cavity_errors(&dir, "p"), cavity_errors(&dir, "serial"), "{np} GPU ranks");
+        }
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -3,6 +3,7 @@
 //! reductions. A solver sees the processes through [`Comm`]: [`Single`] is the one process of
 //! a run without MPI (and the tests of the decomposed code paths), `mpi::World` the MPI one.
 
+pub mod device;
 #[cfg(feature = "mpi")]
 pub mod mpi;
 

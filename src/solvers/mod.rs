@@ -225,8 +225,8 @@ pub fn build_on(case: &Case, precision: Precision, device: &Device) -> Result<Bo
 
 /// Build this rank's part of the solver of `case` split over the ranks `procs` of a run under
 /// MPI (the process grid from `parallel.ranks` or chosen), at its initial condition. So far
-/// explicit heat2d (CPU or CUDA), the cavity and the shallow-water schemes (fbl, ctcs, cdklm16, kp07)
-/// on the CPU run on several ranks; the others are refused.
+/// explicit heat2d and the cavity (CPU or CUDA) and the shallow-water schemes (fbl, ctcs, cdklm16,
+/// kp07) on the CPU run on several ranks; the others are refused.
 pub fn build_parallel(
     case: &Case,
     precision: Precision,
@@ -237,16 +237,7 @@ pub fn build_parallel(
         (SolverCase::Heat2d(p), _) if p.method == heat::Method::Explicit => {
             let setup = p.setup();
             check_memory(p.memory_estimate(precision) / procs.size())?;
-            // On GPUs the blocks are whole rows, so that the ghost rows staged through the host
-            // are contiguous.
-            let requested = match (device, case.parallel.ranks) {
-                (Device::Cuda(..), Some([px, _])) if px > 1 => {
-                    return input("parallel.ranks: with backend cuda the grid is split in rows only: [1, P]");
-                }
-                (Device::Cuda(..), _) => Some([1, procs.size()]),
-                (Device::Cpu(_), r) => r,
-            };
-            let dims = process_grid(procs.size(), setup.grid.n, requested, 2)?;
+            let dims = process_grid(procs.size(), setup.grid.n, ranks_on(device, case, procs.size())?, 2)?;
             let comm = procs.grid(dims, [false, false]);
             Ok((heat::part::build(setup, precision, comm.clone(), device)?, comm))
         }
@@ -264,19 +255,31 @@ pub fn build_parallel(
             let part = crate::in_precision!(precision, |T| shallow_water::ShallowWater::<T>::on_ranks(p, comm.clone()));
             Ok((part?, comm))
         }
-        (SolverCase::Cavity(p), Device::Cpu(_)) => {
+        (SolverCase::Cavity(p), _) => {
             check_memory(p.memory_estimate(precision) / procs.size())?;
-            let dims = process_grid(procs.size(), [p.n, p.n], case.parallel.ranks, 2)?;
+            let dims = process_grid(procs.size(), [p.n, p.n], ranks_on(device, case, procs.size())?, 2)?;
             let comm = procs.grid(dims, [false, false]);
-            Ok((cavity::part::build(p, precision, comm.clone()), comm))
+            Ok((cavity::part::build(p, precision, comm.clone(), device)?, comm))
         }
         _ => input(format!(
             "solver {} with this method and back end does not run on several MPI ranks yet ({} ranks asked; \
-             heat2d with method explicit, on the CPU or CUDA, cavity and shallow_water on the CPU do): run it with \
-             one rank",
+             heat2d with method explicit and cavity, on the CPU or CUDA, and shallow_water on the CPU do): run it \
+             with one rank",
             case.solver.kind(),
             procs.size()
         )),
+    }
+}
+
+/// The process grid `parallel.ranks` asks for, if any; on GPUs always `[1, P]`: the blocks are
+/// whole rows, so that the ghost rows staged through the host are contiguous.
+fn ranks_on(device: &Device, case: &Case, size: usize) -> Result<Option<[usize; 2]>> {
+    match (device, case.parallel.ranks) {
+        (Device::Cuda(..), Some([px, _])) if px > 1 => {
+            input("parallel.ranks: with backend cuda the grid is split in rows only: [1, P]")
+        }
+        (Device::Cuda(..), _) => Ok(Some([1, size])),
+        (Device::Cpu(_), r) => Ok(r),
     }
 }
 

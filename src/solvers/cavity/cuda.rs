@@ -121,6 +121,15 @@ impl<T: Real> CavityCuda<T> {
         self.stream.memcpy_dtoh(&self.p, p).map_err(&e)
     }
 
+    /// The stream and the fields `u, v, p`, or the predicted ones (`predicted`).
+    pub fn fields(&mut self, predicted: bool) -> (&Arc<CudaStream>, [&mut CudaSlice<T>; 3]) {
+        let f = match predicted {
+            true => [&mut self.us, &mut self.vs, &mut self.ps],
+            false => [&mut self.u, &mut self.v, &mut self.p],
+        };
+        (&self.stream, f)
+    }
+
     /// Replace `u, v, p` on the device.
     pub fn upload(&mut self, u: &[T], v: &[T], p: &[T]) -> Result<()> {
         let e = driver_err("upload");

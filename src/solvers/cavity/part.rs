@@ -12,6 +12,10 @@
 //! passing their running sums on, then the rows in y on rank 0), so the run converges at the
 //! serial run's step. Checkpoints gather the fields on rank 0 in the serial layout, and each
 //! `sync` gathers the centreline profiles there for the report and the result files.
+//!
+//! On a GPU (one per rank) the block lives on the device, the blocks are whole rows and the
+//! ghost rows pass through the host before each substep; the device kernels compute what the
+//! CPU ones do, so again the serial bits.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -25,7 +29,9 @@ use super::{
     state_arrays, state_layout, take_state, vorticity_at, write_profiles,
 };
 use crate::error::Result;
-use crate::parallel::{self, Block, Comm, HaloTimes, Reduce};
+use super::cuda::CavityCuda;
+use crate::parallel::{self, Block, Comm, HaloTimes, Reduce, device};
+use crate::solvers::Device;
 use crate::real::{Precision, Real};
 use crate::solver::{ArraySpec, Grid, Mesh, NonFinite, OutField, Piece, Solver, StateArray};
 
@@ -54,6 +60,11 @@ pub struct CavityPart<T: Real> {
     /// The centreline profiles (u, v) on rank 0 as of the latest `sync`.
     profiles: Option<(Vec<f64>, Vec<f64>)>,
     halo: HaloTimes,
+    /// The block on a GPU; `fields` is then its host copy, current after `sync` and after the
+    /// steps that sum the change or check the residual.
+    gpu: Option<CavityCuda<T>>,
+    /// Where the block is updated: `cpu` or the device.
+    on: String,
     step: u64,
     time: f64,
 }
@@ -81,9 +92,22 @@ impl<T: Real> CavityPart<T> {
             res: Residual::new(),
             profiles: None,
             halo: HaloTimes::default(),
+            gpu: None,
+            on: "cpu".into(),
             step: 0,
             time: 0.0,
         }
+    }
+
+    /// The block of `comm`'s rank of the cavity of `p` on `device`, at its initial condition.
+    pub fn on(p: &CavityParams, comm: Arc<dyn Comm>, device: &Device) -> Result<Self> {
+        let mut part = Self::new(p, comm);
+        if let Device::Cuda(gpu, opts) = device {
+            let ([nx, ny], f) = (part.block.stored, &part.fields);
+            part.gpu = Some(CavityCuda::new(gpu, opts, nx, ny, &f.u, &f.v, &f.p)?);
+            part.on = format!("cuda ({})", gpu.name);
+        }
+        Ok(part)
     }
 
     /// Residual check at a multiple of K: the largest change since the snapshot over all
@@ -254,6 +278,49 @@ impl<T: Real> Stages<T> for BlockStages<'_, T> {
     }
 }
 
+/// The stages of a step on a block on a GPU: the device kernels of the serial run (their walls
+/// write the ghost rows too, which the next exchange overwrites), each substep after the ghost
+/// rows of its input arrived through the host.
+struct DeviceStages<'a, T: Real> {
+    gpu: &'a mut CavityCuda<T>,
+    block: &'a Block,
+    comm: &'a dyn Comm,
+    /// The host copy the ghost rows pass through.
+    host: &'a mut Fields<T>,
+    exchanging: &'a mut Duration,
+}
+
+impl<T: Real> DeviceStages<'_, T> {
+    fn exchange(&mut self, predicted: bool) -> Result<()> {
+        let start = Instant::now();
+        let f = &mut *self.host;
+        let host = match predicted {
+            true => [&mut f.us[..], &mut f.vs[..], &mut f.ps[..]],
+            false => [&mut f.u[..], &mut f.v[..], &mut f.p[..]],
+        };
+        let (stream, device) = self.gpu.fields(predicted);
+        device::exchange_rows(stream, self.block, self.comm, device, host)?;
+        *self.exchanging += start.elapsed();
+        Ok(())
+    }
+}
+
+impl<T: Real> Stages<T> for DeviceStages<'_, T> {
+    fn predictor(&mut self, c: &Coeffs<T>) -> Result<()> {
+        self.exchange(false)?;
+        self.gpu.predictor(c)
+    }
+
+    fn corrector(&mut self, c: &Coeffs<T>) -> Result<()> {
+        self.exchange(true)?;
+        self.gpu.corrector(c)
+    }
+
+    fn walls(&mut self, predicted: bool, u0: T) -> Result<()> {
+        self.gpu.walls(predicted, u0)
+    }
+}
+
 impl<T: Real> Solver for CavityPart<T> {
     fn kind(&self) -> &'static str {
         "cavity"
@@ -282,16 +349,33 @@ impl<T: Real> Solver for CavityPart<T> {
             &short
         };
         let next = self.step + 1;
-        let before = self.params.summed(next).then(|| self.fields.u.to_vec());
-        let on = OnBlock { comm: self.comm.as_ref(), block: &self.block, walls: self.walls };
-        kernels::step(&mut BlockStages { on, f: &mut self.fields, exchanging: &mut self.halo.exchanging }, c)?;
+        let (summed, checked) = (self.params.summed(next), next.is_multiple_of(self.params.residual.every));
+        if let (Some(gpu), true) = (&self.gpu, summed) {
+            gpu.download_u(&mut self.fields.u)?;
+        }
+        let before = summed.then(|| self.fields.u.to_vec());
+        let (comm, block, exchanging) = (self.comm.as_ref(), &self.block, &mut self.halo.exchanging);
+        match &mut self.gpu {
+            None => {
+                let on = OnBlock { comm, block, walls: self.walls };
+                kernels::step(&mut BlockStages { on, f: &mut self.fields, exchanging }, c)?;
+            }
+            Some(gpu) => {
+                let host = &mut self.fields;
+                kernels::step(&mut DeviceStages { gpu: &mut *gpu, block, comm, host, exchanging }, c)?;
+                if summed || checked {
+                    let f = &mut self.fields;
+                    gpu.download(&mut f.u, &mut f.v, &mut f.p)?;
+                }
+            }
+        }
         if let Some(before) = before {
             let du2 = self.squared_change(&before);
             self.res.summed(next, du2);
         }
         self.step = next;
         self.time += dt;
-        if next.is_multiple_of(self.params.residual.every) {
+        if checked {
             self.check_residual();
         }
         self.halo.stepping += start.elapsed();
@@ -302,13 +386,20 @@ impl<T: Real> Solver for CavityPart<T> {
     /// profiles on rank 0 (the report and the result files).
     fn sync(&mut self) -> Result<()> {
         let f = &mut self.fields;
+        if let Some(gpu) = &self.gpu {
+            gpu.download(&mut f.u, &mut f.v, &mut f.p)?;
+        }
         self.block.exchange_all_during(self.comm.as_ref(), [&mut f.u[..], &mut f.v[..], &mut f.p[..]], &mut |_| {});
         self.profiles = self.gather_profiles();
         Ok(())
     }
 
+    fn wait(&mut self) -> Result<()> {
+        self.gpu.as_ref().map_or(Ok(()), |gpu| gpu.wait())
+    }
+
     fn backend(&self) -> String {
-        parallel::backend("cpu", self.comm.as_ref())
+        parallel::backend(&self.on, self.comm.as_ref())
     }
 
     fn mesh(&self) -> Mesh {
@@ -354,6 +445,9 @@ impl<T: Real> Solver for CavityPart<T> {
             field.copy_from_slice(&self.block.cut(&whole, n));
         }
         [self.u_snap, self.v_snap] = [us, vs].map(|whole| self.block.bare().cut(&whole, n));
+        if let Some(gpu) = &mut self.gpu {
+            gpu.upload(&f.u, &f.v, &f.p)?;
+        }
         self.res = res;
         self.step = step;
         self.time = time;
@@ -415,12 +509,9 @@ impl<T: Real> Solver for CavityPart<T> {
     }
 }
 
-/// The cavity of `p` split over the ranks of `comm`.
-pub fn build(p: &CavityParams, precision: Precision, comm: Arc<dyn Comm>) -> Box<dyn Solver> {
-    match precision {
-        Precision::F32 => Box::new(CavityPart::<f32>::new(p, comm)),
-        Precision::F64 => Box::new(CavityPart::<f64>::new(p, comm)),
-    }
+/// The cavity of `p` split over the ranks of `comm`, on `device`.
+pub fn build(p: &CavityParams, precision: Precision, comm: Arc<dyn Comm>, device: &Device) -> Result<Box<dyn Solver>> {
+    crate::in_precision!(precision, |T| CavityPart::<T>::on(p, comm, device))
 }
 
 #[cfg(test)]

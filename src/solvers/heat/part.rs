@@ -16,10 +16,9 @@ use std::time::{Duration, Instant};
 
 use super::cuda::HeatCuda;
 use super::{Setup, kernels};
-use crate::cuda::driver_err;
 use crate::solvers::Device;
 use crate::error::Result;
-use crate::parallel::{self, Block, Comm, HaloTimes, Reduce};
+use crate::parallel::{self, Block, Comm, HaloTimes, Reduce, device};
 use crate::real::{Precision, Real};
 use crate::solver::{ArraySpec, Grid, Location, Mesh, NonFinite, OutField, Piece, Place, Solver, StateArray, take_array};
 
@@ -121,7 +120,8 @@ impl<T: Real> Solver for Heat2dPart<T> {
         let r = T::of(if dt == self.setup.dt { self.setup.r } else { self.setup.r * (dt / self.setup.dt) });
         let start = Instant::now();
         if let Some(gpu) = &mut self.gpu {
-            exchange_rows(gpu, &self.block, self.comm.as_ref(), &mut self.temp)?;
+            let f = &mut gpu.field;
+            device::exchange_rows(&f.stream, &self.block, self.comm.as_ref(), [&mut f.temp], [&mut self.temp])?;
             self.halo.exchanging += start.elapsed();
             gpu.step(r)?;
             self.halo.stepping += start.elapsed();
@@ -262,23 +262,6 @@ impl<T: Real> Solver for Heat2dPart<T> {
 /// The explicit heat2d of `setup` split over the ranks of `comm`, on `device`.
 pub fn build(setup: Setup, precision: Precision, comm: Arc<dyn Comm>, device: &Device) -> Result<Box<dyn Solver>> {
     crate::in_precision!(precision, |T| Heat2dPart::<T>::on(setup, comm, device))
-}
-
-/// The ghost rows of the device block from the neighbouring ranks, staged through the host
-/// copy `temp`: the owned rows next to them down, exchanged, the ghost rows up.
-fn exchange_rows<T: Real>(gpu: &mut HeatCuda<T>, block: &Block, comm: &dyn Comm, temp: &mut [T]) -> Result<()> {
-    let ([nx, ny], [.., south, north]) = (block.stored, block.ghosts);
-    let f = &mut gpu.field;
-    let row = |r: usize| r * nx..(r + 1) * nx;
-    let rows = |lower: usize, upper: usize| [(south > 0).then_some(lower), (north > 0).then_some(upper)];
-    for r in rows(1, ny - 2).into_iter().flatten() {
-        f.stream.memcpy_dtoh(&f.temp.slice(row(r)), &mut temp[row(r)]).map_err(driver_err("download"))?;
-    }
-    block.exchange(comm, temp);
-    for r in rows(0, ny - 1).into_iter().flatten() {
-        f.stream.memcpy_htod(&temp[row(r)], &mut f.temp.slice_mut(row(r))).map_err(driver_err("upload"))?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -612,3 +612,39 @@ fn decomposed_cavity_on_gpus_equals_the_serial_run_bitwise() {
     }
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// A signal to one rank stops every rank after the same step: rank 0 writes the checkpoint of
+/// that step, every rank exits with 128 + the signal, and the checkpoint continues without MPI
+/// to the serial run's final field.
+#[test]
+fn a_signal_to_one_rank_stops_all_at_the_same_step() {
+    let dir = scratch("mpi_signal");
+    let (end, extra) = ("4000000", "checkpoint: {every_steps: 10000000}\nguard: {check_every: 100}");
+    let case = heat_case("s", "heat2d: {n: 101, r: 0.24}", "f64", &format!("{{end_step: {end}}}"), extra);
+    write(&dir, "signalled.yaml", &case);
+    let mut run = mpirun_command(&dir, 2, &["run", "signalled.yaml", "--quiet", "--overwrite", "--out", "r"]);
+    let child = run.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
+    // Both ranks stepping (a guard check is in the history): then SIGTERM to one of them.
+    let history = dir.join("r/history.csv");
+    let stepping = || std::fs::read_to_string(&history).is_ok_and(|h| h.lines().count() > 2);
+    for _ in 0..600 {
+        if stepping() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let pids = Command::new("pgrep").args(["-f", "^[^ ]*/sim run signalled.yaml"]).output().unwrap();
+    let pids: Vec<u32> = String::from_utf8_lossy(&pids.stdout).lines().filter_map(|l| l.trim().parse().ok()).collect();
+    assert!(pids.len() == 2 && stepping(), "ranks {pids:?}");
+    ok(Command::new("kill").args(["-TERM", &pids[1].to_string()]).output().unwrap());
+    let status = child.wait_with_output().unwrap().status;
+    assert_eq!(status.code(), Some(143), "mpirun: {status:?}");
+    let (stopped, _) = final_bits(&dir, "r");
+    assert!(stopped > 0 && stopped < 4000000, "stopped at step {stopped}");
+    // The same step on both ranks: the checkpoint continues to the serial bits.
+    write(&dir, "serial.yaml", &case.replace(end, &(stopped + 50).to_string()));
+    ok(sim(&dir, &["run", "serial.yaml", "--quiet", "--overwrite", "--out", "serial"]));
+    ok(sim(&dir, &["run", "--restart", "r", "--quiet", "--steps", "50"]));
+    assert!(final_bits(&dir, "r") == final_bits(&dir, "serial"), "the signalled run's checkpoint differs");
+    std::fs::remove_dir_all(dir).unwrap();
+}

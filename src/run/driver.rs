@@ -224,12 +224,19 @@ impl<'a> Driver<'a> {
         }
     }
 
-    /// A signal arrived (on any rank: all ranks stop after the same step).
+    /// A signal arrived (on any rank: all ranks stop after the same step, and take the largest
+    /// signal number any of them received as theirs).
     fn interrupted(&self) -> bool {
-        let here = super::signals::received().is_some();
+        let here = super::signals::received();
         match &self.setup.comm {
-            Some(c) => c.all_reduce(f64::from(u8::from(here)), Reduce::Max) > 0.0,
-            None => here,
+            Some(c) => {
+                let signal = c.all_reduce(f64::from(here.unwrap_or(0)), Reduce::Max) as i32;
+                if signal > 0 {
+                    super::signals::agreed(signal);
+                }
+                signal > 0
+            }
+            None => here.is_some(),
         }
     }
 

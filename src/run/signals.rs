@@ -36,6 +36,12 @@ pub fn received() -> Option<i32> {
     }
 }
 
+/// Take `signal` as the one received: the signal the ranks of a decomposed run agreed on (the
+/// largest any of them received), so that every rank reports it and exits with its code.
+pub fn agreed(signal: i32) {
+    RECEIVED.store(signal, Ordering::SeqCst);
+}
+
 /// `SIGTERM` for 15, and so on.
 pub fn name(signal: i32) -> &'static str {
     match signal {

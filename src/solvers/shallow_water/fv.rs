@@ -194,9 +194,7 @@ pub(super) fn fill_ghosts<T: Real>(q: &mut Q<T>, p: &Physics) {
 /// (see [`super::part`]).
 fn exchange_and_fill<T: Real>(q: &mut Q<T>, p: &Physics, halo: Option<&Halo>) {
     if let Some(halo) = halo {
-        for f in q.fields_mut() {
-            halo.exchange(f);
-        }
+        halo.exchange(q.fields_mut());
     }
     fill_ghosts(q, p);
 }

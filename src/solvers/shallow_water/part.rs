@@ -45,10 +45,11 @@ impl Halo {
         Halo { comm, block, spent: ranks.exchanging.clone() }
     }
 
-    /// The ghosts of `f` towards the neighbouring ranks from them (corners included).
-    pub fn exchange<T: Real>(&self, f: &mut Field<T>) {
+    /// The ghosts of the fields `fs` towards the neighbouring ranks from them (corners
+    /// included), one message per neighbour and direction for all of them.
+    pub fn exchange<T: Real, const N: usize>(&self, fs: [&mut Field<T>; N]) {
         let start = Instant::now();
-        self.block.exchange(self.comm.as_ref(), &mut f.v);
+        self.block.exchange_all_during(self.comm.as_ref(), fs.map(|f| &mut f.v[..]), &mut |_| {});
         self.spent.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
     }
 

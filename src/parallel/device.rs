@@ -11,9 +11,10 @@ use crate::cuda::driver_err;
 use crate::error::Result;
 use crate::real::Real;
 
-/// The ghost rows of the device arrays `device` (each a stored block of `block`) from the
-/// neighbouring ranks: the owned rows next to them are downloaded into the host arrays `host`
-/// (of the same layout), exchanged there, and the ghost rows uploaded.
+/// The ghost rows of the device arrays `device` (each a stored block of `block`, whose ghost
+/// layers are as wide on both sides of an axis) from the neighbouring ranks: the owned rows
+/// next to them are downloaded into the host arrays `host` (of the same layout), exchanged
+/// there, and the ghost rows uploaded.
 pub fn exchange_rows<T: Real, const N: usize>(
     stream: &Arc<CudaStream>,
     block: &Block,
@@ -21,19 +22,23 @@ pub fn exchange_rows<T: Real, const N: usize>(
     mut device: [&mut CudaSlice<T>; N],
     mut host: [&mut [T]; N],
 ) -> Result<()> {
-    assert!(block.ghosts[0] == 0 && block.ghosts[1] == 0, "device blocks are whole rows");
+    assert!(comm.dims()[0] == 1, "device blocks are whole rows");
     let ([nx, ny], [.., south, north]) = (block.stored, block.ghosts);
-    let row = |r: usize| r * nx..(r + 1) * nx;
-    let rows = |lower: usize, upper: usize| [(south > 0).then_some(lower), (north > 0).then_some(upper)];
+    let rows = |r: std::ops::Range<usize>| r.start * nx..r.end * nx;
+    // (owned rows sent, ghost rows received) towards each neighbour along y.
+    let lines = [(false, south, south..2 * south, 0..south), (true, north, ny - 2 * north..ny - north, ny - north..ny)];
+    let lines: Vec<_> = lines.into_iter().filter(|(up, g, ..)| *g > 0 && comm.neighbour(1, *up).is_some()).collect();
     for (d, h) in device.iter().zip(host.iter_mut()) {
-        for r in rows(1, ny - 2).into_iter().flatten() {
-            stream.memcpy_dtoh(&d.slice(row(r)), &mut h[row(r)]).map_err(driver_err("download"))?;
+        for (.., sent, _) in &lines {
+            let r = rows(sent.clone());
+            stream.memcpy_dtoh(&d.slice(r.clone()), &mut h[r]).map_err(driver_err("download"))?;
         }
     }
     block.exchange_all_during(comm, host.each_mut().map(|h| &mut **h), &mut |_| {});
     for (d, h) in device.iter_mut().zip(host.iter()) {
-        for r in rows(0, ny - 1).into_iter().flatten() {
-            stream.memcpy_htod(&h[row(r)], &mut d.slice_mut(row(r))).map_err(driver_err("upload"))?;
+        for (.., got) in &lines {
+            let r = rows(got.clone());
+            stream.memcpy_htod(&h[r.clone()], &mut d.slice_mut(r)).map_err(driver_err("upload"))?;
         }
     }
     Ok(())

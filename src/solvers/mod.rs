@@ -225,8 +225,8 @@ pub fn build_on(case: &Case, precision: Precision, device: &Device) -> Result<Bo
 
 /// Build this rank's part of the solver of `case` split over the ranks `procs` of a run under
 /// MPI (the process grid from `parallel.ranks` or chosen), at its initial condition. So far
-/// explicit heat2d and the cavity (CPU or CUDA) and the shallow-water schemes (fbl, ctcs, cdklm16,
-/// kp07) on the CPU run on several ranks; the others are refused.
+/// explicit heat2d, the cavity and the shallow-water schemes run on several ranks, on the CPU or
+/// on GPUs (FBL and CTCS on the CPU only); the others are refused.
 pub fn build_parallel(
     case: &Case,
     precision: Precision,
@@ -241,18 +241,19 @@ pub fn build_parallel(
             let comm = procs.grid(dims, [false, false]);
             Ok((heat::part::build(setup, precision, comm.clone(), device)?, comm))
         }
-        (SolverCase::ShallowWater(p), Device::Cpu(_)) => {
+        (SolverCase::ShallowWater(p), _) => {
             check_memory(p.memory_estimate(precision) / procs.size())?;
             let sides = p.sides();
             // Blocks wide enough for the two ghost layers, and for a sponge with its inner row.
             let sponge = [sides.north, sides.east, sides.south, sides.west]
                 .map(|s| if let shallow_water::grid::Side::Sponge { cells, .. } = s { cells + 1 } else { 0 });
             let min = sponge.into_iter().fold(2, usize::max);
-            let dims = process_grid(procs.size(), [p.nx, p.ny], case.parallel.ranks, min)?;
+            let dims = process_grid(procs.size(), [p.nx, p.ny], ranks_on(device, case, procs.size())?, min)?;
             // A periodic axis of one rank wraps within the block, by the boundary condition.
             let periodic = [sides.periodic_x() && dims[0] > 1, sides.periodic_y() && dims[1] > 1];
             let comm = procs.grid(dims, periodic);
-            let part = crate::in_precision!(precision, |T| shallow_water::ShallowWater::<T>::on_ranks(p, comm.clone()));
+            let c = comm.clone();
+            let part = crate::in_precision!(precision, |T| shallow_water::ShallowWater::<T>::on_ranks(p, c, device));
             Ok((part?, comm))
         }
         (SolverCase::Cavity(p), _) => {
@@ -262,9 +263,8 @@ pub fn build_parallel(
             Ok((cavity::part::build(p, precision, comm.clone(), device)?, comm))
         }
         _ => input(format!(
-            "solver {} with this method and back end does not run on several MPI ranks yet ({} ranks asked; \
-             heat2d with method explicit and cavity, on the CPU or CUDA, and shallow_water on the CPU do): run it \
-             with one rank",
+            "solver {} with this method does not run on several MPI ranks yet ({} ranks asked; heat2d with method \
+             explicit, cavity and shallow_water do): run it with one rank",
             case.solver.kind(),
             procs.size()
         )),

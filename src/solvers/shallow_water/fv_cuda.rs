@@ -30,6 +30,7 @@ use crate::real::Real;
 use crate::solver::Place;
 
 use super::fv::{CELLS, Fv, Operator, Sets, split};
+use super::part::Halo;
 use super::grid::{Field, Physics, Side, SpongeKind};
 use super::scheme::{Cells, Initial, Landed, Scheme};
 use crate::run::schedule::{Landing, TOL};
@@ -152,6 +153,8 @@ pub struct FvCuda<T: Real> {
     staging: [Field<T>; 3],
     /// The first device failure, reported by [`Scheme::failure`].
     error: RefCell<Option<SimError>>,
+    /// The ghost exchange with the neighbouring ranks of a decomposed run (through `staging`).
+    halo: Option<Halo>,
 }
 
 impl<T: Real> FvCuda<T> {
@@ -165,10 +168,11 @@ impl<T: Real> FvCuda<T> {
         op: O,
         gpu: &Gpu,
         opts: &GpuOptions,
+        halo: Option<Halo>,
     ) -> Result<Self> {
         opts.validate()?;
         gpu.check_block(opts.block())?;
-        let cpu = Fv::new(p, init, rk, op);
+        let cpu = Fv::with_halo(p, init, rk, op, halo.clone());
         let kernels = gpu.kernels::<K>(T::PRECISION, opts.fast_math)?;
         let (stage, shared_mem_bytes) = match opts.variant {
             Variant::L2 => (kernels.get(K::STAGE_L2), 0),
@@ -229,6 +233,7 @@ impl<T: Real> FvCuda<T> {
             depth,
             staging: [q.eta.clone(), q.hu.clone(), q.hv.clone()],
             error: RefCell::new(None),
+            halo,
             stream,
         })
     }
@@ -286,6 +291,11 @@ impl<T: Real> FvCuda<T> {
                 // values (and one more).
                 unsafe { l.launch(Self::line(threads)) }.map_err(driver_err("sponge launch"))?;
             }
+        }
+        // The ghosts from the neighbouring ranks, then the domain's boundary conditions.
+        if let Some(halo) = &self.halo {
+            let [he, hu, hv] = &mut self.staging;
+            halo.exchange_device(&self.stream, [&mut *qe, &mut *qu, &mut *qv], [&mut he.v, &mut hu.v, &mut hv.v])?;
         }
         let walls = [s.north, s.east, s.south, s.west]
             .iter()
@@ -380,8 +390,9 @@ impl<T: Real> Scheme<T> for FvCuda<T> {
         self.record(r);
     }
 
+    /// Not on a rank of a decomposed run: its steps need the ranks' smallest stable step.
     fn lands_steps(&self) -> bool {
-        true
+        self.halo.is_none()
     }
 
     /// Queues every step (reduction, clock, stages); the steps after the one that stops the

@@ -197,7 +197,7 @@ impl<T: Real> ShallowWater<T> {
         let initial = sources.initial();
         let rk = params.time_integration;
         let scheme: Box<dyn Scheme<T>> = match device {
-            Device::Cuda(gpu, opts) => cuda::scheme(params.scheme, &p, &initial, rk, gpu, opts)?,
+            Device::Cuda(gpu, opts) => cuda::scheme(params.scheme, &p, &initial, rk, gpu, opts, None)?,
             Device::Cpu(_) => match params.scheme {
                 SchemeName::Fbl => Box::new(fbl::Fbl::<T>::new(&p, &initial)),
                 SchemeName::Ctcs => Box::new(ctcs::Ctcs::<T>::new(&p, &initial)),
@@ -219,19 +219,30 @@ impl<T: Real> ShallowWater<T> {
 
     /// The block of `comm`'s rank of the case's domain, on the CPU (see [`part`]), for every
     /// scheme; not blocked in time.
-    pub fn on_ranks(params: &ShallowWaterParams, comm: Arc<dyn Comm>) -> Result<Self> {
+    pub fn on_ranks(params: &ShallowWaterParams, comm: Arc<dyn Comm>, device: &Device) -> Result<Self> {
         let sources = init::Sources::new(params)?;
         let ranks = part::Ranks::new(params.physics(), comm);
         let halo = || Some(part::Halo::new(&ranks, fv::CELLS));
         let halos = || Some(fd_boundary::Halos::new(&ranks));
         let (p, initial, rk) = (&ranks.block, sources.initial(), params.time_integration);
-        let scheme: Box<dyn Scheme<T>> = match params.scheme {
-            SchemeName::Fbl => Box::new(fbl::Fbl::<T>::with_halo(p, &initial, halos())),
-            SchemeName::Ctcs => Box::new(ctcs::Ctcs::<T>::with_halo(p, &initial, halos())),
-            SchemeName::Cdklm16 => Box::new(cdklm16::Cdklm16::<T>::with_halo(p, &initial, rk, cdklm16::Op, halo())),
-            SchemeName::Kp07 => Box::new(kp07::Kp07::<T>::with_halo(p, &initial, rk, kp07::Op, halo())),
+        let (scheme, on): (Box<dyn Scheme<T>>, _) = match (device, params.scheme) {
+            (Device::Cuda(gpu, opts), s) => {
+                (cuda::scheme(s, p, &initial, rk, gpu, opts, halo())?, format!("cuda ({})", gpu.name))
+            }
+            (Device::Cpu(_), SchemeName::Fbl) => {
+                (Box::new(fbl::Fbl::<T>::with_halo(p, &initial, halos())), "cpu".into())
+            }
+            (Device::Cpu(_), SchemeName::Ctcs) => {
+                (Box::new(ctcs::Ctcs::<T>::with_halo(p, &initial, halos())), "cpu".into())
+            }
+            (Device::Cpu(_), SchemeName::Cdklm16) => {
+                (Box::new(cdklm16::Cdklm16::<T>::with_halo(p, &initial, rk, cdklm16::Op, halo())), "cpu".into())
+            }
+            (Device::Cpu(_), SchemeName::Kp07) => {
+                (Box::new(kp07::Kp07::<T>::with_halo(p, &initial, rk, kp07::Op, halo())), "cpu".into())
+            }
         };
-        let backend = crate::parallel::backend("cpu", ranks.comm.as_ref());
+        let backend = crate::parallel::backend(&on, ranks.comm.as_ref());
         Self::start(params, scheme, backend, None, Some(ranks))
     }
 

@@ -18,7 +18,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::parallel::{Block, Comm, HaloTimes, Reduce, coords_of, split};
+use cudarc::driver::{CudaSlice, CudaStream};
+
+use crate::error::Result;
+use crate::parallel::{Block, Comm, HaloTimes, Reduce, coords_of, device, split};
 use crate::real::Real;
 use crate::solver::{Grid, Mesh, NonFinite, Piece, Place};
 
@@ -51,6 +54,20 @@ impl Halo {
         let start = Instant::now();
         self.block.exchange_all_during(self.comm.as_ref(), fs.map(|f| &mut f.v[..]), &mut |_| {});
         self.spent.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    }
+
+    /// [`Halo::exchange`] of the fields `device` on a GPU, staged through the host arrays
+    /// `host` of their layout (the blocks are whole rows, see [`device::exchange_rows`]).
+    pub fn exchange_device<T: Real, const N: usize>(
+        &self,
+        stream: &Arc<CudaStream>,
+        fields: [&mut CudaSlice<T>; N],
+        host: [&mut [T]; N],
+    ) -> Result<()> {
+        let start = Instant::now();
+        let r = device::exchange_rows(stream, &self.block, self.comm.as_ref(), fields, host);
+        self.spent.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        r
     }
 
     /// The ghosts of `f` along `axis` alone (0: the columns of every row, 1: whole rows).
@@ -269,6 +286,7 @@ mod tests {
     use super::*;
     use crate::parallel::Single;
     use crate::solver::{Location, Solver};
+    use crate::solvers::Device;
     use crate::solvers::shallow_water::{ShallowWater, ShallowWaterParams};
 
     /// The blocks of any process grid cover every entry of the whole array (ghosts included)
@@ -304,7 +322,7 @@ mod tests {
         let params: ShallowWaterParams = serde_saphyr::from_str(text).unwrap();
         let mut serial = ShallowWater::<f64>::new(&params).unwrap();
         let comm = Arc::new(Single { periodic: [false, false] });
-        let mut part = ShallowWater::<f64>::on_ranks(&params, comm).unwrap();
+        let mut part = ShallowWater::<f64>::on_ranks(&params, comm, &Device::Cpu(Default::default())).unwrap();
         for _ in 0..7 {
             for s in [&mut serial, &mut part] {
                 let dt = s.propose_dt().unwrap();

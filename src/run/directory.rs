@@ -67,6 +67,12 @@ impl RunDir {
     /// then the files of earlier runs (those in the manifest) are removed, and files `sim` did
     /// not write are left alone, unless a run would write a file of the same name.
     pub fn fresh(path: &Path, overwrite: bool) -> Result<RunDir> {
+        // A directory another run holds is that run's, its files in the making included.
+        if let Ok(lock) = File::open(path.join(LOCK))
+            && lock.try_lock().is_err()
+        {
+            return in_use(path, lock);
+        }
         if !overwrite && let Some(first) = entries(path).first() {
             return input(format!(
                 "output directory {} already holds files (e.g. {first}); pass --overwrite to replace the files of \
@@ -107,14 +113,7 @@ impl RunDir {
         let err = |what: &str, e: std::io::Error| SimError::Input(format!("{}: {e}", path.join(what).display()));
         let mut lock = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path.join(LOCK)).map_err(|e| err(LOCK, e))?;
         if lock.try_lock().is_err() {
-            let mut pid = String::new();
-            let _ = lock.read_to_string(&mut pid);
-            return input(format!(
-                "output directory {} is in use by another sim run (process {}); wait for it to end or choose \
-                 another directory",
-                path.display(),
-                pid.trim()
-            ));
+            return in_use(path, lock);
         }
         lock.set_len(0).and_then(|_| lock.rewind()).and_then(|_| write!(lock, "{}", std::process::id())).map_err(|e| err(LOCK, e))?;
         let listed = manifest(path);
@@ -133,6 +132,18 @@ impl RunDir {
     fn err(&self, what: &str, e: std::io::Error) -> SimError {
         SimError::Run(format!("{}: {e}", self.path.join(what).display()))
     }
+}
+
+/// The error for `path`, locked by another run whose lock file is `lock` (it names its process).
+fn in_use<T>(path: &Path, mut lock: File) -> Result<T> {
+    let mut pid = String::new();
+    let _ = lock.read_to_string(&mut pid);
+    input(format!(
+        "output directory {} is in use by another sim run (process {}); wait for it to end or choose another \
+         directory",
+        path.display(),
+        pid.trim()
+    ))
 }
 
 /// The files listed in the manifest of `dir`.

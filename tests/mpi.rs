@@ -209,24 +209,31 @@ fn refused_on_4_ranks(dir: &Path, cases: &[(&str, String, &str)]) {
 /// over all ranks), with exit code 1 and one message.
 #[test]
 fn the_guard_names_the_serial_runs_node() {
-    let dir = scratch("mpi_guard");
-    write(&dir, "case.yaml", &heat2d("f64", ""));
+    let grid = sim::solver::Grid { n: [61, 61], origin: [-1.0, -1.0], spacing: [2.0 / 60.0; 2] };
+    // Node (40, 45): on a rank other than 0 in both runs (1 x 2, 2 x 2).
+    guard_names_the_serial_runs_node("mpi_guard", &heat2d("f64", ""), grid, [40, 45], "at node (");
+}
+
+/// `case` (on `grid`) run 5 steps, its first array given a NaN at `node`, restarted serially and
+/// on 2 and 4 ranks: each stops at step 7 with exit code 1 and one message, the decomposed runs
+/// naming what the serial run names (which contains `names`).
+fn guard_names_the_serial_runs_node(test: &str, case: &str, grid: sim::solver::Grid, node: [usize; 2], names: &str) {
+    let dir = scratch(test);
+    write(&dir, "case.yaml", case);
     ok(sim(&dir, &["run", "case.yaml", "--quiet", "--overwrite", "--out", "a", "--steps", "5"]));
     let last = sim::io::checkpoint::list(&dir.join("a")).pop().unwrap().1;
     let (meta, mut arrays) = sim::io::checkpoint::read(&last).unwrap();
-    let mut t = arrays[0].values.to_f64();
-    // Node (40, 45) of the 61 x 61 grid: on a rank other than 0 in both runs (1 x 2, 2 x 2).
-    t[45 * 61 + 40] = f64::NAN;
-    arrays[0].values = sim::real::Values::F64(t);
+    let mut v = arrays[0].values.to_f64();
+    v[node[1] * grid.n[0] + node[0]] = f64::NAN;
+    arrays[0].values = sim::real::Values::F64(v);
     std::fs::create_dir_all(dir.join("nan")).unwrap();
-    let grid = sim::solver::Grid { n: [61, 61], origin: [-1.0, -1.0], spacing: [2.0 / 60.0; 2] };
     let mesh = sim::solver::Mesh::Nodes(grid);
     sim::io::checkpoint::write(&dir.join("nan/checkpoint_00000005.h5"), &meta, &arrays, &mesh).unwrap();
     let serial = sim(&dir, &["run", "--restart", "nan/checkpoint_00000005.h5", "--out", "s", "--quiet"]);
     let err = stderr(&serial);
     assert_eq!(serial.status.code(), Some(1), "{err}");
     let what = err.trim_start_matches("error: ").split(';').next().unwrap().to_string();
-    assert!(what.contains("at node (") && what.contains("at step 7"), "{err}");
+    assert!(what.contains(names) && what.contains("at step 7"), "{err}");
     for np in [2, 4] {
         let o = mpirun(&dir, np, &["run", "--restart", "nan/checkpoint_00000005.h5", "--out", "p", "--quiet"]);
         let e = stderr(&o);
@@ -452,6 +459,14 @@ fn history_and_results(dir: &Path, d: &str) -> Vec<String> {
     rows.chain(files.iter().map(|f| std::fs::read_to_string(dir.join(d).join(f)).unwrap())).collect()
 }
 
+/// Cavity run `p` in `dir` is run `serial`: the state bit for bit, the history and result
+/// files, the report.
+fn assert_same_cavity_run(dir: &Path, what: &str) {
+    assert!(final_bits(dir, "p") == final_bits(dir, "serial"), "{what}: the state differs");
+    assert_eq!(history_and_results(dir, "p"), history_and_results(dir, "serial"), "{what}");
+    assert_eq!(cavity_errors(dir, "p"), cavity_errors(dir, "serial"), "{what}");
+}
+
 /// The summary's errors without what depends on the decomposition.
 fn cavity_errors(dir: &Path, d: &str) -> serde_json::Value {
     let text = std::fs::read_to_string(dir.join(d).join("summary.json")).unwrap();
@@ -475,8 +490,7 @@ fn decomposed_cavity_equals_the_serial_run_bitwise() {
             [(1, ""), (2, ""), (3, ""), (4, ""), (4, "parallel: {ranks: [4, 1]}"), (4, "parallel: {ranks: [1, 4]}")];
         write(&dir, "serial.yaml", &cavity(n, precision, "1.0e-4", 60, ""));
         ok(sim(&dir, &["run", "serial.yaml", "--quiet", "--overwrite", "--out", "serial"]));
-        let serial = final_bits(&dir, "serial");
-        assert_eq!(serial.0, 60);
+        assert_eq!(final_bits(&dir, "serial").0, 60);
         for (np, extra) in runs {
             write(&dir, "case.yaml", &cavity(n, precision, "1.0e-4", 60, extra));
             let o = ok(mpirun(&dir, np, &["run", "case.yaml", "--overwrite", "--out", "p"]));
@@ -484,9 +498,7 @@ fn decomposed_cavity_equals_the_serial_run_bitwise() {
             if np > 1 {
                 assert!(out.contains(&format!("{np} MPI ranks")), "{out}");
             }
-            assert!(final_bits(&dir, "p") == serial, "{precision} on {np} ranks {extra}: the state differs");
-            assert_eq!(history_and_results(&dir, "p"), history_and_results(&dir, "serial"), "{np} ranks {extra}");
-            assert_eq!(cavity_errors(&dir, "p"), cavity_errors(&dir, "serial"), "{np} ranks {extra}");
+            assert_same_cavity_run(&dir, &format!("{precision} on {np} ranks {extra}"));
         }
     }
     std::fs::remove_dir_all(dir).unwrap();
@@ -505,9 +517,7 @@ fn decomposed_cavity_converges_at_the_serial_step() {
     for (np, extra) in [(2, ""), (3, ""), (4, ""), (4, "parallel: {ranks: [4, 1]}")] {
         write(&dir, "case.yaml", &case(extra));
         ok(mpirun(&dir, np, &["run", "case.yaml", "--quiet", "--overwrite", "--out", "p"]));
-        assert_eq!(cavity_errors(&dir, "p"), serial, "{np} ranks {extra}");
-        assert!(final_bits(&dir, "p") == final_bits(&dir, "serial"), "{np} ranks {extra}: the state differs");
-        assert_eq!(history_and_results(&dir, "p"), history_and_results(&dir, "serial"), "{np} ranks {extra}");
+        assert_same_cavity_run(&dir, &format!("{np} ranks {extra}"));
     }
     std::fs::remove_dir_all(dir).unwrap();
 }
@@ -554,32 +564,10 @@ fn bad_cavity_input_stops_every_rank_with_one_message() {
 /// run's guard step, naming its node (the first non-finite of u, v, p in the serial scan order).
 #[test]
 fn the_cavity_guard_names_the_serial_runs_node() {
-    let dir = scratch("mpi_cavity_guard");
-    write(&dir, "case.yaml", &cavity(41, "f64", "1.0e-4", 60, ""));
-    ok(sim(&dir, &["run", "case.yaml", "--quiet", "--overwrite", "--out", "a", "--steps", "5"]));
-    let last = sim::io::checkpoint::list(&dir.join("a")).pop().unwrap().1;
-    let (meta, mut arrays) = sim::io::checkpoint::read(&last).unwrap();
-    let mut u = arrays[0].values.to_f64();
-    // Node (30, 35) of the 41 x 41 grid: on a rank other than 0 in both runs (1 x 2, 2 x 2).
-    u[35 * 41 + 30] = f64::NAN;
-    arrays[0].values = sim::real::Values::F64(u);
-    std::fs::create_dir_all(dir.join("nan")).unwrap();
     let grid = sim::solver::Grid { n: [41, 41], origin: [0.0, 0.0], spacing: [1.0 / 40.0; 2] };
-    sim::io::checkpoint::write(&dir.join("nan/checkpoint_00000005.h5"), &meta, &arrays, &sim::solver::Mesh::Nodes(grid))
-        .unwrap();
-    let serial = sim(&dir, &["run", "--restart", "nan/checkpoint_00000005.h5", "--out", "s", "--quiet"]);
-    let err = stderr(&serial);
-    assert_eq!(serial.status.code(), Some(1), "{err}");
-    let what = err.trim_start_matches("error: ").split(';').next().unwrap().to_string();
-    assert!(what.contains("in field u at node (") && what.contains("at step 7"), "{err}");
-    for np in [2, 4] {
-        let o = mpirun(&dir, np, &["run", "--restart", "nan/checkpoint_00000005.h5", "--out", "p", "--quiet"]);
-        let e = stderr(&o);
-        assert_eq!(o.status.code(), Some(1), "{np} ranks: {e}");
-        assert_eq!(e.matches("error:").count(), 1, "{np} ranks: {e}");
-        assert!(e.contains(&what), "{np} ranks: {e}\nserial: {err}");
-    }
-    std::fs::remove_dir_all(dir).unwrap();
+    // Node (30, 35): on a rank other than 0 in both runs (1 x 2, 2 x 2).
+    let case = cavity(41, "f64", "1.0e-4", 60, "");
+    guard_names_the_serial_runs_node("mpi_cavity_guard", &case, grid, [30, 35], "in field u at node (");
 }
 
 /// The cavity on one (emulated where there is none) GPU per rank, blocks of whole rows: 2 and 4
@@ -597,9 +585,7 @@ fn decomposed_cavity_on_gpus_equals_the_serial_run_bitwise() {
         for np in [2, 4] {
             let o = ok(mpirun_cuda(&dir, np, &["run", "case.yaml", "--overwrite", "--out", "p", "--backend", "cuda"]));
             assert!(String::from_utf8_lossy(&o.stdout).contains("cuda ("), "{}", stderr(&o));
-            assert!(final_bits(&dir, "p") == final_bits(&dir, "serial"), "{precision} {tol} on {np} GPU ranks");
-            assert_eq!(history_and_results(&dir, "p"), history_and_results(&dir, "serial"), "{np} GPU ranks");
-            assert_eq!(cavity_errors(&dir, "p"), cavity_errors(&dir, "serial"), "{np} GPU ranks");
+            assert_same_cavity_run(&dir, &format!("{precision} {tol} on {np} GPU ranks"));
         }
     }
     std::fs::remove_dir_all(dir).unwrap();

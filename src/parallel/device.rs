@@ -2,6 +2,7 @@
 //! here is not assumed to be CUDA-aware. The blocks are whole rows of the grid (a process grid
 //! `[1, P]`), so the lines to send and receive are contiguous in device memory.
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use cudarc::driver::{CudaSlice, CudaStream};
@@ -11,10 +12,9 @@ use crate::cuda::driver_err;
 use crate::error::Result;
 use crate::real::Real;
 
-/// The ghost rows of the device arrays `device` (each a stored block of `block`, whose ghost
-/// layers are as wide on both sides of an axis) from the neighbouring ranks: the owned rows
-/// next to them are downloaded into the host arrays `host` (of the same layout), exchanged
-/// there, and the ghost rows uploaded.
+/// The ghost rows of the device arrays `device` (each a stored block of `block`) from the
+/// neighbouring ranks: the owned rows that [`Block::traffic`] sends are downloaded into the
+/// host arrays `host` (of the same layout), exchanged there, and the ghost rows uploaded.
 pub fn exchange_rows<T: Real, const N: usize>(
     stream: &Arc<CudaStream>,
     block: &Block,
@@ -23,21 +23,17 @@ pub fn exchange_rows<T: Real, const N: usize>(
     mut host: [&mut [T]; N],
 ) -> Result<()> {
     assert!(comm.dims()[0] == 1, "device blocks are whole rows");
-    let ([nx, ny], [.., south, north]) = (block.stored, block.ghosts);
-    let rows = |r: std::ops::Range<usize>| r.start * nx..r.end * nx;
-    // (owned rows sent, ghost rows received) towards each neighbour along y.
-    let lines = [(false, south, south..2 * south, 0..south), (true, north, ny - 2 * north..ny - north, ny - north..ny)];
-    let lines: Vec<_> = lines.into_iter().filter(|(up, g, ..)| *g > 0 && comm.neighbour(1, *up).is_some()).collect();
+    let nx = block.stored[0];
+    let rows = |r: &Range<usize>| r.start * nx..r.end * nx;
+    let (sent, received) = block.traffic(comm, 1);
     for (d, h) in device.iter().zip(host.iter_mut()) {
-        for (.., sent, _) in &lines {
-            let r = rows(sent.clone());
+        for r in sent.iter().map(|(.., lines)| rows(lines)) {
             stream.memcpy_dtoh(&d.slice(r.clone()), &mut h[r]).map_err(driver_err("download"))?;
         }
     }
     block.exchange_all_during(comm, host.each_mut().map(|h| &mut **h), &mut |_| {});
     for (d, h) in device.iter_mut().zip(host.iter()) {
-        for (.., got) in &lines {
-            let r = rows(got.clone());
+        for r in received.iter().map(|(.., lines)| rows(lines)) {
             stream.memcpy_htod(&h[r.clone()], &mut d.slice_mut(r)).map_err(driver_err("upload"))?;
         }
     }

@@ -28,6 +28,9 @@ pub type Outgoing<'a> = (usize, i32, &'a [f64]);
 /// A message [`Comm::exchange`] receives: (rank, tag, buffer).
 pub type Incoming<'a> = (usize, i32, &'a mut [f64]);
 
+/// Lines of a stored block one message carries: (rank, tag, stored indices along the axis).
+pub type Lines = (usize, i32, Range<usize>);
+
 /// The processes of a run, numbered from 0.
 pub trait Ranks: Send + Sync {
     fn rank(&self) -> usize;
@@ -371,9 +374,7 @@ impl Block {
         self.exchange_along(comm, &mut [v], axis, &mut |_| {});
     }
 
-    /// One phase of [`Block::exchange`]: the owned lines next to each neighbour along `axis`
-    /// (as many as its ghost layer towards this block) go to it, tagged with the direction of
-    /// travel (`2 axis` up, `2 axis + 1` down), and the ghost lines come from it.
+    /// One phase of [`Block::exchange`]: the messages of [`Block::traffic`] along `axis`.
     fn exchange_along<T: Real, const N: usize>(
         &self,
         comm: &dyn Comm,
@@ -381,19 +382,13 @@ impl Block {
         axis: usize,
         during: &mut dyn FnMut([&[T]; N]),
     ) {
-        let n = self.stored[axis];
-        let [below, above] = [self.ghosts[2 * axis], self.ghosts[2 * axis + 1]];
-        let [their_below, their_above] = [self.layers[2 * axis], self.layers[2 * axis + 1]];
-        let (up, down) = (2 * axis as i32, 2 * axis as i32 + 1);
-        let (to_up, to_down) = (comm.neighbour(axis, true), comm.neighbour(axis, false));
-        let sends = [(to_up, up, n - above - their_below..n - above), (to_down, down, below..below + their_above)];
-        let receives = [(to_down, up, 0..below), (to_up, down, n - above..n)];
+        let (sends, receives) = self.traffic(comm, axis);
         let sent: Vec<(usize, i32, Vec<f64>)> = (sends.into_iter())
-            .filter_map(|(to, tag, r)| to.filter(|_| !r.is_empty()).map(|to| (to, tag, self.lines(axis, r))))
+            .map(|(to, tag, r)| (to, tag, self.lines(axis, r)))
             .map(|(to, tag, at)| (to, tag, vs.iter().flat_map(|v| at.iter().map(|&k| v[k].f64())).collect()))
             .collect();
         let mut got: Vec<(usize, i32, Vec<f64>, Vec<usize>)> = (receives.into_iter())
-            .filter_map(|(from, tag, r)| from.filter(|_| !r.is_empty()).map(|from| (from, tag, self.lines(axis, r))))
+            .map(|(from, tag, r)| (from, tag, self.lines(axis, r)))
             .map(|(from, tag, at)| (from, tag, vec![0.0; N * at.len()], at))
             .collect();
         let sends: Vec<Outgoing> = sent.iter().map(|(r, t, d)| (*r, *t, d.as_slice())).collect();
@@ -406,6 +401,25 @@ impl Block {
                 }
             }
         }
+    }
+
+    /// The messages of one phase of the exchange along `axis`: `(rank, tag, lines)` sent (the
+    /// owned lines next to each neighbour, as many as its ghost layer towards this block) and
+    /// received (the ghost lines), tagged with the direction of travel (`2 axis` up,
+    /// `2 axis + 1` down); lines are stored indices along `axis`.
+    pub fn traffic(&self, comm: &dyn Comm, axis: usize) -> (Vec<Lines>, Vec<Lines>) {
+        let n = self.stored[axis];
+        let [below, above] = [self.ghosts[2 * axis], self.ghosts[2 * axis + 1]];
+        let [their_below, their_above] = [self.layers[2 * axis], self.layers[2 * axis + 1]];
+        let (up, down) = (2 * axis as i32, 2 * axis as i32 + 1);
+        let (to_up, to_down) = (comm.neighbour(axis, true), comm.neighbour(axis, false));
+        let sends = [(to_up, up, n - above - their_below..n - above), (to_down, down, below..below + their_above)];
+        let receives = [(to_down, up, 0..below), (to_up, down, n - above..n)];
+        let present = |m: [(Option<usize>, i32, Range<usize>); 2]| {
+            let m = m.into_iter().filter(|(_, _, r)| !r.is_empty());
+            m.filter_map(|(rank, tag, r)| rank.map(|rank| (rank, tag, r))).collect()
+        };
+        (present(sends), present(receives))
     }
 
     /// Indices into the stored array of lines `r` along `axis` (x: those columns of every

@@ -220,18 +220,8 @@ impl Ranks {
     /// The first non-finite value of `values` (this rank's interior cells, row by row) over
     /// all ranks, in the serial scan order of the whole domain. Collective.
     pub fn first_non_finite<T: Real>(&self, field: &'static str, values: &[T]) -> Option<NonFinite> {
-        let (b, nx) = (&self.block, self.whole.nx);
-        let [ox, oy] = b.offset();
-        let mine = values.iter().position(|v| !v.is_finite());
-        let mine = mine.map(|k| ([ox + k % b.nx, oy + k / b.nx], values[k].f64()));
-        let index = mine.map_or(f64::INFINITY, |([x, y], _)| (y * nx + x) as f64);
-        let first = self.comm.all_reduce(index, Reduce::Min);
-        if first.is_infinite() {
-            return None;
-        }
-        let value = self.comm.all_reduce(mine.filter(|_| index == first).map_or(0.0, |(_, v)| v), Reduce::Sum);
-        let k = first as usize;
-        Some(NonFinite { field, index: vec![k % nx, k / nx], value })
+        let (n, c) = ([self.whole.nx, self.whole.ny], self.comm.as_ref());
+        Block::of_rank(c.dims(), c.rank(), n, 0).first_non_finite(c, field, values, n)
     }
 
     /// This rank's output piece of the cell grid `grid` (the whole domain's).

@@ -217,8 +217,8 @@ impl<T: Real> ShallowWater<T> {
         Self::start(params, scheme, backend, tiling, None)
     }
 
-    /// The block of `comm`'s rank of the case's domain, on the CPU (see [`part`]), for every
-    /// scheme; not blocked in time.
+    /// The block of `comm`'s rank of the case's domain (see [`part`]), on the CPU for every
+    /// scheme or on the rank's GPU for the finite-volume ones; not blocked in time.
     pub fn on_ranks(params: &ShallowWaterParams, comm: Arc<dyn Comm>, device: &Device) -> Result<Self> {
         let sources = init::Sources::new(params)?;
         let ranks = part::Ranks::new(params.physics(), comm);

@@ -334,17 +334,18 @@ const SPONGES_EW: &str = "{north: periodic, south: periodic, east: {sponge: {cel
 /// place of the periodic copy) and on ones that leave it to one rank.
 fn decomposed_fd_equals_the_serial_run(scheme: &str) {
     let dir = scratch(&format!("mpi_{scheme}"));
-    let grids: [(usize, &str); 6] = [
+    let grids: [(usize, &str); 7] = [
         (2, ""),
         (3, ""),
         (4, ""),
         (4, "parallel: {ranks: [4, 1]}"),
         (4, "parallel: {ranks: [1, 4]}"),
         (2, "parallel: {ranks: [1, 2]}"),
+        (1, ""),
     ];
     let runs: [(&str, &str, bool, &[usize]); 7] = [
-        (WALLS, "f64", true, &[0, 1, 2]),
-        (PERIODIC, "f32", true, &[2, 3, 4]),
+        (WALLS, "f64", true, &[6, 0, 1, 2]),
+        (PERIODIC, "f32", true, &[6, 2, 3, 4]),
         (PERIODIC, "f64", false, &[5]),
         (PERIODIC_NS, "f64", false, &[1, 4]),
         (PERIODIC_EW, "f32", true, &[3, 0]),
@@ -411,7 +412,7 @@ fn decomposed_heat2d_on_gpus_equals_the_serial_run_bitwise() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
-/// FBL on 2, 3, 4 ranks (2 x 2, 4 x 1, 1 x 4, 1 x 2): the serial run's arrays bitwise, with
+/// FBL on 1 to 4 ranks (2 x 2, 4 x 1, 1 x 4, 1 x 2): the serial run's arrays bitwise, with
 /// walls, periodic sides (both axes, one axis, GPU Ocean's skipped corner faces of U) and
 /// sponges.
 #[test]

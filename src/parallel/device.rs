@@ -22,20 +22,54 @@ pub fn exchange_rows<T: Real, const N: usize>(
     mut device: [&mut CudaSlice<T>; N],
     mut host: [&mut [T]; N],
 ) -> Result<()> {
-    assert!(comm.dims()[0] == 1, "device blocks are whole rows");
-    let nx = block.stored[0];
-    let rows = |r: &Range<usize>| r.start * nx..r.end * nx;
-    let (sent, received) = block.traffic(comm, 1);
     for (d, h) in device.iter().zip(host.iter_mut()) {
-        for r in sent.iter().map(|(.., lines)| rows(lines)) {
-            stream.memcpy_dtoh(&d.slice(r.clone()), &mut h[r]).map_err(driver_err("download"))?;
-        }
+        download_rows(stream, block, comm, d, h, false)?;
     }
     block.exchange_all_during(comm, host.each_mut().map(|h| &mut **h), &mut |_| {});
     for (d, h) in device.iter_mut().zip(host.iter()) {
-        for r in received.iter().map(|(.., lines)| rows(lines)) {
-            stream.memcpy_htod(&h[r.clone()], &mut d.slice_mut(r)).map_err(driver_err("upload"))?;
-        }
+        upload_ghost_rows(stream, block, comm, d, h)?;
     }
     Ok(())
+}
+
+/// The rows of `block` the exchange along y sends, copied from `device` into `host` (both
+/// stored arrays of `block`); with `ghosts_too` the ghost rows it receives as well, for a host
+/// exchange that keeps some entries of them.
+pub fn download_rows<T: Real>(
+    stream: &Arc<CudaStream>,
+    block: &Block,
+    comm: &dyn Comm,
+    device: &CudaSlice<T>,
+    host: &mut [T],
+    ghosts_too: bool,
+) -> Result<()> {
+    let (sent, received) = row_ranges(block, comm);
+    let rows = sent.iter().chain(received.iter().filter(|_| ghosts_too));
+    for r in rows {
+        stream.memcpy_dtoh(&device.slice(r.clone()), &mut host[r.clone()]).map_err(driver_err("download"))?;
+    }
+    Ok(())
+}
+
+/// The ghost rows of `block` the exchange along y receives, copied from `host` into `device`.
+pub fn upload_ghost_rows<T: Real>(
+    stream: &Arc<CudaStream>,
+    block: &Block,
+    comm: &dyn Comm,
+    device: &mut CudaSlice<T>,
+    host: &[T],
+) -> Result<()> {
+    for r in row_ranges(block, comm).1 {
+        stream.memcpy_htod(&host[r.clone()], &mut device.slice_mut(r)).map_err(driver_err("upload"))?;
+    }
+    Ok(())
+}
+
+/// The entries of the rows that the exchange along y sends and receives (stored indices).
+fn row_ranges(block: &Block, comm: &dyn Comm) -> (Vec<Range<usize>>, Vec<Range<usize>>) {
+    assert!(comm.dims()[0] == 1, "device blocks are whole rows");
+    let nx = block.stored[0];
+    let (sent, received) = block.traffic(comm, 1);
+    let rows = |lines: Vec<super::Lines>| lines.into_iter().map(|(.., r)| r.start * nx..r.end * nx).collect();
+    (rows(sent), rows(received))
 }

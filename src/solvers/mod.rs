@@ -226,7 +226,7 @@ pub fn build_on(case: &Case, precision: Precision, device: &Device) -> Result<Bo
 /// Build this rank's part of the solver of `case` split over the ranks `procs` of a run under
 /// MPI (the process grid from `parallel.ranks` or chosen), at its initial condition. So far
 /// explicit heat2d, the cavity and the shallow-water schemes run on several ranks, on the CPU or
-/// on GPUs (FBL and CTCS on the CPU only); the others are refused.
+/// on GPUs; the others are refused.
 pub fn build_parallel(
     case: &Case,
     precision: Precision,

@@ -21,7 +21,11 @@
 //! entry of a block, ghosts included, then holds the serial run's value.
 
 use std::ops::Range;
+use std::sync::Arc;
 
+use cudarc::driver::{CudaSlice, CudaStream};
+
+use crate::error::Result;
 use crate::real::Real;
 use crate::solver::{Location, Place};
 
@@ -147,6 +151,29 @@ impl Halos {
                 f.set(l, k, x);
             }
         }
+    }
+
+    /// [`Halos::exchange_rows`] of a level on a GPU (a block of whole rows), through the host
+    /// level `host` of its layout: the rows sent and the ghost rows received are downloaded
+    /// (the latter for the entries the exchange keeps), exchanged on the host, and the ghost
+    /// rows uploaded. The exchange along x has no neighbour on such a block.
+    pub fn exchange_rows_device<T: Real>(
+        &self,
+        stream: &Arc<CudaStream>,
+        device: [&mut CudaSlice<T>; 3],
+        host: &mut State<T>,
+        p: &Physics,
+        fbl_corner_faces: bool,
+    ) -> Result<()> {
+        let halos = [&self.eta, &self.hu, &self.hv];
+        for ((halo, d), f) in halos.iter().zip(&device).zip([&mut host.eta, &mut host.hu, &mut host.hv]) {
+            halo.download_rows(stream, d, &mut f.v)?;
+        }
+        self.exchange_rows(host, p, fbl_corner_faces);
+        for ((halo, d), f) in halos.iter().zip(device).zip([&host.eta, &host.hu, &host.hv]) {
+            halo.upload_ghost_rows(stream, d, &f.v)?;
+        }
+        Ok(())
     }
 
     /// The largest of `v` over the ranks.

@@ -8,6 +8,9 @@
 //! serves as the host staging copy of the restore path. The device holds the same two
 //! buffers as the CPU (both start as the filled initial state) and writes the same entries of
 //! them, so even entries no pass writes (ghosts of a sponge side, FBL's corner faces) agree.
+//!
+//! On a rank's block of a decomposed run (whole rows) the ghost fill starts with the exchange
+//! of the ghost rows, staged through the host as the CPU scheme's fill exchanges them.
 
 use std::sync::Arc;
 
@@ -20,7 +23,7 @@ use crate::solver::Place;
 
 use super::ctcs::{self, Ctcs};
 use super::fbl::{self, Fbl};
-use super::fd_boundary::State;
+use super::fd_boundary::{Halos, State};
 use super::grid::{Field, Physics, Side, SpongeKind};
 use super::scheme::{Cells, Initial, Scheme};
 use super::sponge;
@@ -208,7 +211,8 @@ impl<T: Real> DevState<T> {
 
 /// What FBL and CTCS share on the device: the stream, the depth, the step kernel and its
 /// launch shape, the boundary passes (sponge relaxation towards the uploaded exterior, ghost
-/// fill), and the first launch failure of a step.
+/// fill, on a rank's block the exchange of ghost rows before it), and the first launch failure
+/// of a step.
 struct Fd<T> {
     stream: Arc<CudaStream>,
     h: CudaSlice<T>,
@@ -221,6 +225,9 @@ struct Fd<T> {
     /// The sponge sides in the CPU's order (south, north, west, east), with their weights.
     sponges: Vec<(FdSponge, CudaSlice<f64>)>,
     exterior: Option<DevState<T>>,
+    /// On a rank's block of a decomposed run: the exchange, the block and the host level its
+    /// ghost rows are staged through.
+    ranks: Option<(Halos, Physics, State<T>)>,
     failed: Option<SimError>,
 }
 
@@ -241,7 +248,8 @@ fn line(n: usize) -> LaunchConfig {
 impl<T: Real> Fd<T> {
     /// `step` launched over `threads` (x, y) in blocks of `opts.block()`, with `shared` bytes of
     /// dynamic shared memory in the shared variant; `boundary`: the module's `sw_fd_fill_ns`,
-    /// `sw_fd_fill_ew` and `sw_fd_sponge`.
+    /// `sw_fd_fill_ew` and `sw_fd_sponge`; `halos` and a level to stage through on a rank's
+    /// block.
     #[allow(clippy::too_many_arguments)]
     fn new(
         gpu: &Gpu,
@@ -249,6 +257,7 @@ impl<T: Real> Fd<T> {
         p: &Physics,
         h: &Field<T>,
         exterior: Option<&State<T>>,
+        ranks: Option<(Halos, &State<T>)>,
         [step, fill_ns, fill_ew, relax]: [CudaFunction; 4],
         threads: [usize; 2],
         shared: u32,
@@ -287,14 +296,16 @@ impl<T: Real> Fd<T> {
             relax,
             sides,
             sponges,
+            ranks: ranks.map(|(halos, level)| (halos, *p, level.clone())),
             failed: None,
             stream,
         })
     }
 
     /// The passes after a step's update, as on the CPU: the sponge relaxation (if any), then
-    /// the ghost fill (north–south, then east–west).
-    fn boundary(&self, s: &mut DevState<T>, fbl_corner_faces: bool) -> Result<()> {
+    /// the ghost fill (on a rank's block the exchange of ghost rows, then north–south, then
+    /// east–west).
+    fn boundary(&mut self, s: &mut DevState<T>, fbl_corner_faces: bool) -> Result<()> {
         let (nx, ny) = (self.sides.nx as usize, self.sides.ny as usize);
         if let Some(ext) = &self.exterior {
             for (g, w) in &self.sponges {
@@ -305,6 +316,10 @@ impl<T: Real> Fd<T> {
                 // threads past a field's side length return.
                 unsafe { b.launch(line(nx.max(ny) + 3)) }.map_err(driver_err("sponge launch"))?;
             }
+        }
+        if let Some((halos, p, host)) = &mut self.ranks {
+            let device = [&mut s.eta, &mut s.hu, &mut s.hv];
+            halos.exchange_rows_device(&self.stream, device, host, p, fbl_corner_faces)?;
         }
         let sides = FdSides { fbl_corner_faces: fbl_corner_faces as i32, ..self.sides };
         for (f, n, what) in [(&self.fill_ns, nx + 3, "ghost fill (north-south)"), (&self.fill_ew, ny + 3, "ghost fill (east-west)")] {
@@ -348,9 +363,10 @@ pub struct FblCuda<T: Real> {
 }
 
 impl<T: Real> FblCuda<T> {
-    pub fn new(p: &Physics, init: &Initial, gpu: &Arc<Gpu>, opts: &GpuOptions) -> Result<Self> {
+    /// FBL from the initial state `init`; with `halos`, on a rank's block of a decomposed run.
+    pub fn new(p: &Physics, init: &Initial, gpu: &Arc<Gpu>, opts: &GpuOptions, halos: Option<Halos>) -> Result<Self> {
         gpu.check_block(opts.block())?;
-        let cpu = Fbl::<T>::new(p, init);
+        let cpu = Fbl::<T>::with_halo(p, init, halos.clone());
         let kernels = gpu.kernels::<FblKernel>(T::PRECISION, opts.fast_math)?;
         let step = match opts.variant {
             Variant::L2 => FblKernel::StepL2,
@@ -360,7 +376,8 @@ impl<T: Real> FblCuda<T> {
         let [bx, by] = opts.block();
         // U* of (by+2) x (bx+1) faces and V* of (by+1) x bx faces.
         let shared = bytes::<T>((by + 2) * (bx + 1) + (by + 1) * bx);
-        let fd = Fd::new(gpu, opts, p, &cpu.h, cpu.exterior.as_ref(), functions, [p.nx, p.ny], shared)?;
+        let ranks = halos.map(|h| (h, &cpu.cur));
+        let fd = Fd::new(gpu, opts, p, &cpu.h, cpu.exterior.as_ref(), ranks, functions, [p.nx, p.ny], shared)?;
         let s = &fd.stream;
         let up = |x: &[T]| s.clone_htod(x).map_err(driver_err("upload"));
         Ok(FblCuda {
@@ -444,9 +461,10 @@ pub struct CtcsCuda<T: Real> {
 }
 
 impl<T: Real> CtcsCuda<T> {
-    pub fn new(p: &Physics, init: &Initial, gpu: &Arc<Gpu>, opts: &GpuOptions) -> Result<Self> {
+    /// CTCS from the initial state `init`; with `halos`, on a rank's block of a decomposed run.
+    pub fn new(p: &Physics, init: &Initial, gpu: &Arc<Gpu>, opts: &GpuOptions, halos: Option<Halos>) -> Result<Self> {
         gpu.check_block(opts.block())?;
-        let cpu = Ctcs::<T>::new(p, init);
+        let cpu = Ctcs::<T>::with_halo(p, init, halos.clone());
         let kernels = gpu.kernels::<CtcsKernel>(T::PRECISION, opts.fast_math)?;
         let step = match opts.variant {
             Variant::L2 => CtcsKernel::StepL2,
@@ -456,7 +474,8 @@ impl<T: Real> CtcsCuda<T> {
         let [bx, by] = opts.block();
         // h and 1/h of (by+2) x (bx+2) cells, 1/D of (by+1) x (bx+1) corners.
         let shared = bytes::<T>(2 * (by + 2) * (bx + 2) + (by + 1) * (bx + 1));
-        let fd = Fd::new(gpu, opts, p, &cpu.h, cpu.exterior.as_ref(), functions, [p.nx + 1, p.ny + 1], shared)?;
+        let ranks = halos.map(|h| (h, &cpu.cur));
+        let fd = Fd::new(gpu, opts, p, &cpu.h, cpu.exterior.as_ref(), ranks, functions, [p.nx + 1, p.ny + 1], shared)?;
         let s = &fd.stream;
         let up = |x: &[T]| s.clone_htod(x).map_err(driver_err("upload"));
         Ok(CtcsCuda {

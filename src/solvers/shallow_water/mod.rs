@@ -218,7 +218,7 @@ impl<T: Real> ShallowWater<T> {
     }
 
     /// The block of `comm`'s rank of the case's domain (see [`part`]), on the CPU for every
-    /// scheme or on the rank's GPU for the finite-volume ones; not blocked in time.
+    /// scheme or on the rank's GPU (a block of whole rows); not blocked in time.
     pub fn on_ranks(params: &ShallowWaterParams, comm: Arc<dyn Comm>, device: &Device) -> Result<Self> {
         let sources = init::Sources::new(params)?;
         let ranks = part::Ranks::new(params.physics(), comm);
@@ -227,7 +227,7 @@ impl<T: Real> ShallowWater<T> {
         let (p, initial, rk) = (&ranks.block, sources.initial(), params.time_integration);
         let (scheme, on): (Box<dyn Scheme<T>>, _) = match (device, params.scheme) {
             (Device::Cuda(gpu, opts), s) => {
-                (cuda::scheme(s, p, &initial, rk, gpu, opts, halo())?, format!("cuda ({})", gpu.name))
+                (cuda::scheme(s, p, &initial, rk, gpu, opts, Some(&ranks))?, format!("cuda ({})", gpu.name))
             }
             (Device::Cpu(_), SchemeName::Fbl) => {
                 (Box::new(fbl::Fbl::<T>::with_halo(p, &initial, halos())), "cpu".into())

@@ -70,6 +70,18 @@ impl Halo {
         r
     }
 
+    /// The rows of the device array `d` that the exchange along y sends (and the ghost rows it
+    /// receives) into the host array `h` of its layout, for a host exchange that keeps some
+    /// ghost entries ([`Halo::exchange_axis`] between the passes of a boundary fill).
+    pub fn download_rows<T: Real>(&self, stream: &Arc<CudaStream>, d: &CudaSlice<T>, h: &mut [T]) -> Result<()> {
+        device::download_rows(stream, &self.block, self.comm.as_ref(), d, h, true)
+    }
+
+    /// The ghost rows the exchange along y receives, from the host array `h` into `d`.
+    pub fn upload_ghost_rows<T: Real>(&self, stream: &Arc<CudaStream>, d: &mut CudaSlice<T>, h: &[T]) -> Result<()> {
+        device::upload_ghost_rows(stream, &self.block, self.comm.as_ref(), d, h)
+    }
+
     /// The ghosts of `f` along `axis` alone (0: the columns of every row, 1: whole rows).
     pub fn exchange_axis<T: Real>(&self, f: &mut Field<T>, axis: usize) {
         let start = Instant::now();

@@ -735,23 +735,31 @@ mod tests {
 
     #[test]
     fn batched_layouts_match_single_solves() {
-        let a = Tridiagonal::constant(37, -1.3f32, 3.1, -1.1);
-        let t = Thomas::new(&a).unwrap();
-        // Lockstep groups of eight, and a last group of one or of three.
-        for width in [41, 43] {
-            let (_, x) = random(37 * width, 3.0, 11);
-            let x: Vec<f32> = x.iter().map(|&v| v as f32).collect();
-            let mut inter = x.clone();
-            t.solve_interleaved(&mut inter, width);
-            let mut batch = x.clone();
-            t.solve_batch(&mut batch);
-            for s in 0..width {
-                let mut col: Vec<f32> = (0..37).map(|i| x[i * width + s]).collect();
-                t.solve(&mut col);
-                assert!((0..37).all(|i| col[i] == inter[i * width + s]), "interleaved system {s}");
-                let mut row = x[s * 37..(s + 1) * 37].to_vec();
-                t.solve(&mut row);
-                assert!(row == batch[s * 37..(s + 1) * 37], "batched system {s}");
+        batched_layouts_match::<f32>();
+        batched_layouts_match::<f64>();
+    }
+
+    /// Bit for bit the single solves: lockstep groups of eight and a last group of one,
+    /// three or nine, interleaved blocks, systems of 1 to 37 unknowns.
+    fn batched_layouts_match<T: Real>() {
+        for m in [1, 3, 8, 37] {
+            let a = Tridiagonal::constant(m, T::of(-1.3), T::of(3.1), T::of(-1.1));
+            let t = Thomas::new(&a).unwrap();
+            for width in [17, 35, 41] {
+                let (_, x) = random(m * width, 3.0, 11);
+                let x: Vec<T> = x.iter().map(|&v| T::of(v)).collect();
+                let mut inter = x.clone();
+                t.solve_interleaved(&mut inter, width);
+                let mut batch = x.clone();
+                t.solve_batch(&mut batch);
+                for s in 0..width {
+                    let mut col: Vec<T> = (0..m).map(|i| x[i * width + s]).collect();
+                    t.solve(&mut col);
+                    assert!((0..m).all(|i| col[i] == inter[i * width + s]), "interleaved system {s}, m = {m}");
+                    let mut row = x[s * m..(s + 1) * m].to_vec();
+                    t.solve(&mut row);
+                    assert!(row == batch[s * m..(s + 1) * m], "batched system {s}, m = {m}");
+                }
             }
         }
     }

@@ -218,7 +218,7 @@ impl FluxInput<'_> {
         stencil_sum(c.flag[i], &ls)
     }
 
-    /// [`FluxInput::residual`] with the functions of [`k::Fast`] and the scratch `ends`: the
+    /// [`FluxInput::residual`] with [`k::kinetic_of_q_fast`] and the scratch `ends`: the
     /// kinetic states of the edge ends are computed [`BATCH`] edges at a time, in a loop with
     /// no branches, which the compiler vectorises.
     #[inline(always)]
@@ -406,8 +406,7 @@ impl Ends {
         }
         let (q, out) = (&self.q, &mut self.k);
         for j in 0..padded {
-            let w = k::prim_of_q_in::<k::Fast>([q[0][j], q[1][j], q[2][j], q[3][j]]);
-            let s = k::kinetic_in::<k::Fast>(w, nx, ny, true, true);
+            let s = k::kinetic_of_q_fast([q[0][j], q[1][j], q[2][j], q[3][j]], nx, ny);
             let v = [s.rho, s.ut, s.un, s.pr, s.t, s.at_p, s.at_m, s.an_p, s.an_m, s.bt, s.bn, s.h, s.eb];
             for (o, x) in out.iter_mut().zip(v) {
                 o[j] = x;

@@ -70,57 +70,87 @@ extern "C" __global__ void thomas_interleaved(real* __restrict__ d, long long fi
 // ---- truncated SPIKE (SpikePlan::solve) ----
 //
 // Partition q is described by meta[8q..8q+8] = {start, end, k, factors, v, v_len, w, w_len}:
-// its rows start..end of the system at d[first..], its Thomas factors at offset `factors` of
-// lower/inv/up (k + 1 entries each), its kept spike windows at offsets `v` and `w` of the
-// arrays v and w (v_len bottom entries of V, w_len top entries of W).
+// its rows start..end of the system, its Thomas factors at offset `factors` of lower/inv/up
+// (k + 1 entries each), its kept spike windows at offsets `v` and `w` of the arrays v and w
+// (v_len bottom entries of V, w_len top entries of W).
+//
+// `width` systems of the same matrix, interleaved: row i of system s at d[first + i width + s]
+// (width 1: the one system at d[first..]). Thread t takes system t % width and partition (or
+// interface) t / width, so that a warp's loads of one row are coalesced; the interface values
+// of system s are bottom[q width + s] and top[q width + s].
 
-// (1) Every partition solves its own block in place; one thread per partition.
-extern "C" __global__ void spike_local(real* __restrict__ d, long long first, int p, const int* __restrict__ meta,
-                                       const real* __restrict__ lower, const real* __restrict__ inv, const real* __restrict__ up) {
-    int q = blockIdx.x * blockDim.x + threadIdx.x;
-    if (q >= p) return;
-    const int* me = meta + 8 * q;
-    int f = me[3];
-    thomas_sweeps(d + first + me[0], 1, me[1] - me[0], lower + f, inv + f, up + f, me[2]);
+// Thread t's system and partition (or interface); the one system apart, without a division.
+__device__ __forceinline__ void spike_thread(long long t, int width, int* s, int* q) {
+    *s = width == 1 ? 0 : (int)(t % width);
+    *q = width == 1 ? (int)t : (int)(t / width);
 }
 
-// (2) The 2 x 2 system of the interface between partitions q and q + 1; one thread per interface.
-// bottom[q] = x_q^b, top[q + 1] = x_{q+1}^t.
-extern "C" __global__ void spike_interfaces(const real* __restrict__ d, long long first, int p, const int* __restrict__ meta,
+// (3)'s corrections of one partition, its row j at x[j * step].
+__device__ __forceinline__ void spike_correct(real* x, long long step, int m, int q, int p, const int* me, real xt, real xb,
+                                              const real* __restrict__ v, const real* __restrict__ w) {
+    if (q + 1 < p) {
+        const real* vq = v + me[4];
+        int len = me[5];
+        for (int j = 0; j < len; ++j) x[(m - len + j) * step] = x[(m - len + j) * step] - vq[j] * xt;
+    }
+    if (q > 0) {
+        const real* wq = w + me[6];
+        int len = me[7];
+        for (int j = 0; j < len; ++j) x[j * step] = x[j * step] - wq[j] * xb;
+    }
+}
+
+// (1) Every partition solves its own block in place.
+extern "C" __global__ void spike_local(real* __restrict__ d, long long first, int p, int width, const int* __restrict__ meta,
+                                       const real* __restrict__ lower, const real* __restrict__ inv, const real* __restrict__ up) {
+    long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= (long long)p * width) return;
+    int s, q;
+    spike_thread(t, width, &s, &q);
+    const int* me = meta + 8 * q;
+    int f = me[3];
+    real* x = d + first + (long long)me[0] * width + s;
+    // The one system apart, at a unit step the compiler knows.
+    if (width == 1)
+        thomas_sweeps(x, 1, me[1] - me[0], lower + f, inv + f, up + f, me[2]);
+    else
+        thomas_sweeps(x, width, me[1] - me[0], lower + f, inv + f, up + f, me[2]);
+}
+
+// (2) The 2 x 2 system of the interface between partitions q and q + 1: bottom = x_q^b,
+// top = x_{q+1}^t.
+extern "C" __global__ void spike_interfaces(const real* __restrict__ d, long long first, int p, int width, const int* __restrict__ meta,
                                             const real* __restrict__ v, const real* __restrict__ w,
                                             real* __restrict__ bottom, real* __restrict__ top) {
-    int q = blockIdx.x * blockDim.x + threadIdx.x;
-    if (q >= p - 1) return;
+    long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= (long long)(p - 1) * width) return;
+    int s, q;
+    spike_thread(t, width, &s, &q);
     const int* me = meta + 8 * q;
     const int* next = me + 8;
-    real fb = d[first + me[1] - 1], ft = d[first + next[0]];
+    real fb = d[first + (long long)(me[1] - 1) * width + s], ft = d[first + (long long)next[0] * width + s];
     real vb = me[5] > 0 ? v[me[4] + me[5] - 1] : (real)0;
     real wt = next[7] > 0 ? w[next[6]] : (real)0;
     real det = (real)1 - vb * wt;
-    bottom[q] = (fb - vb * ft) / det;
-    top[q + 1] = (ft - wt * fb) / det;
+    bottom[(long long)q * width + s] = (fb - vb * ft) / det;
+    top[(long long)(q + 1) * width + s] = (ft - wt * fb) / det;
 }
 
 // (3) Corrections near the partitions' ends, V's before W's (where the windows overlap, in
-// the CPU's order); one thread per partition.
-extern "C" __global__ void spike_corrections(real* __restrict__ d, long long first, int p, const int* __restrict__ meta,
+// the CPU's order).
+extern "C" __global__ void spike_corrections(real* __restrict__ d, long long first, int p, int width, const int* __restrict__ meta,
                                              const real* __restrict__ v, const real* __restrict__ w,
                                              const real* __restrict__ bottom, const real* __restrict__ top) {
-    int q = blockIdx.x * blockDim.x + threadIdx.x;
-    if (q >= p) return;
+    long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= (long long)p * width) return;
+    int s, q;
+    spike_thread(t, width, &s, &q);
     const int* me = meta + 8 * q;
-    real* x = d + first + me[0];
-    int m = me[1] - me[0];
-    if (q + 1 < p) {
-        real xt = top[q + 1];
-        const real* vq = v + me[4];
-        int len = me[5];
-        for (int j = 0; j < len; ++j) x[m - len + j] = x[m - len + j] - vq[j] * xt;
-    }
-    if (q > 0) {
-        real xb = bottom[q - 1];
-        const real* wq = w + me[6];
-        int len = me[7];
-        for (int j = 0; j < len; ++j) x[j] = x[j] - wq[j] * xb;
-    }
+    real* x = d + first + (long long)me[0] * width + s;
+    real xt = q + 1 < p ? top[(long long)(q + 1) * width + s] : (real)0;
+    real xb = q > 0 ? bottom[(long long)(q - 1) * width + s] : (real)0;
+    if (width == 1)
+        spike_correct(x, 1, me[1] - me[0], q, p, me, xt, xb, v, w);
+    else
+        spike_correct(x, width, me[1] - me[0], q, p, me, xt, xb, v, w);
 }

@@ -3,6 +3,7 @@
 //! device) over as many elements, or more where the solver's minimum traffic per step is
 //! larger. Effective bandwidth comes from the solver's `bytes_per_step`.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use rayon::prelude::*;
@@ -62,9 +63,6 @@ pub fn bench(o: &BenchOptions) -> Result<serde_json::Value> {
     if o.power && (o.backend != Backend::Cuda || tridiag || o.name == "copy") {
         return input("--power samples the GPU's power with nvidia-smi: a solver with --backend cuda");
     }
-    if tridiag && o.backend == Backend::Cuda {
-        return input("bench tridiag: the tridiagonal solvers are timed on the CPU (--backend cpu)");
-    }
     let entry = crate::solvers::entry(&o.name);
     if entry.is_none() && o.name != "copy" && !tridiag {
         return input(format!("bench: unknown benchmark '{}' (choose one of {})", o.name, names().join(", ")));
@@ -97,7 +95,7 @@ pub fn bench(o: &BenchOptions) -> Result<serde_json::Value> {
         .map_err(|e| SimError::Run(format!("cannot start threads: {e}")))?;
     pool.install(|| {
         if tridiag {
-            return crate::bench_tridiag::bench(o);
+            return crate::bench_tridiag::bench(o, &device);
         }
         let solver = match entry {
             Some(e) => Some((e.bench)(size, o, &device)?),
@@ -165,6 +163,9 @@ fn header(o: &BenchOptions, device: &Device, elements: usize, s: Option<&dyn Sol
                 v["flux"] = opts.flux.name().into();
             }
         }
+    }
+    if let Some(block) = s.and_then(|s| s.launch_block()) {
+        v["block"] = serde_json::json!(block);
     }
     if let Some(tiling) = s.and_then(|s| s.tiling()) {
         v["temporal_block"] = tiling.to_string().into();
@@ -340,6 +341,31 @@ fn cuda_copy<T: Real>(gpu: &Gpu, n: usize, seconds: f64) -> Result<(u64, f64)> {
         iters += 10;
     }
     Ok((iters, start.elapsed().as_secs_f64() / iters as f64))
+}
+
+/// Calls of `f` (each queueing work on `stream`) timed by CUDA events in batches of 10 after
+/// three untimed calls, until `seconds` and at least 3 batches have passed; returns (calls,
+/// mean device seconds per call).
+pub(crate) fn time_device(stream: &Arc<cudarc::driver::CudaStream>, seconds: f64, mut f: impl FnMut() -> Result<()>) -> Result<(u64, f64)> {
+    let err = crate::cuda::driver_err;
+    let event = || stream.record_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT)).map_err(err("event"));
+    for _ in 0..3 {
+        f()?;
+    }
+    stream.synchronize().map_err(err("synchronize"))?;
+    let start = Instant::now();
+    let (mut calls, mut on_device) = (0u64, 0.0);
+    while calls < 30 || start.elapsed().as_secs_f64() < seconds {
+        let first = event()?;
+        for _ in 0..10 {
+            f()?;
+        }
+        let last = event()?;
+        last.synchronize().map_err(err("event"))?;
+        on_device += first.elapsed_ms(&last).map_err(err("event timing"))? as f64 / 1e3;
+        calls += 10;
+    }
+    Ok((calls, on_device / calls as f64))
 }
 
 /// Untimed warm-up, then repeat `f` until at least `seconds` and 20 iterations have passed;

@@ -9,22 +9,39 @@
 //! - `--solver spike`: one system of N unknowns (default 2^27) by truncated SPIKE on
 //!   partitions of [`SPIKE_ROWS`] rows, and by sequential Thomas for comparison.
 //!
+//! With `--backend cuda` the same solves run on the device (`kernels/tridiag.cu`, one thread
+//! per system or partition; SPIKE on partitions of [`GPU_SPIKE_ROWS`] rows, so that there are
+//! threads enough to fill the device, and no sequential Thomas), timed by CUDA events, next to
+//! the device's COPY.
+//!
 //! Minimum traffic: the right-hand side read and the solution written, `2 N B` elements per
 //! solve (the factors of a constant matrix stay in cache).
 
 use rayon::prelude::*;
 
 use crate::bench::{BenchOptions, time_loop};
+use crate::cuda::{Gpu, TridiagKernel, driver_err};
 use crate::error::{Result, input};
 use crate::numerics::tridiag::{SpikePlan, Thomas};
 use crate::real::{Precision, Real};
+use crate::solvers::Device;
 use crate::solvers::heat::implicit::matrix;
+use crate::solvers::heat::implicit_cuda::{DeviceSpike, DeviceThomas};
 
 /// SPIKE partition length: a partition's right-hand side (f64: 256 KiB) stays in the L2
 /// cache between the local forward and backward sweeps.
 pub const SPIKE_ROWS: usize = 1 << 15;
 
-pub fn bench(o: &BenchOptions) -> Result<serde_json::Value> {
+/// SPIKE partition length on a device, one thread per partition: 2^27 unknowns give 2^18
+/// threads, about 2000 per multiprocessor of a 132-SM device.
+pub const GPU_SPIKE_ROWS: usize = 1 << 9;
+
+/// Partition lengths of truncated SPIKE on the batched systems on a device (interleaved, one
+/// thread per partition of each system): short partitions keep a thread's rows in the L1
+/// cache between its sweeps; the spike windows of the corrections cover more of them.
+pub const GPU_BATCH_SPIKE_ROWS: [usize; 3] = [16, 32, 64];
+
+pub fn bench(o: &BenchOptions, device: &Device) -> Result<serde_json::Value> {
     let solver = o.solver.as_deref().unwrap_or("thomas");
     let (size, batch) = match solver {
         "thomas" => (o.size.unwrap_or(4096), o.batch.unwrap_or(o.size.unwrap_or(4096))),
@@ -37,10 +54,109 @@ pub fn bench(o: &BenchOptions) -> Result<serde_json::Value> {
     }
     let elements = size.checked_mul(batch).ok_or_else(|| crate::SimError::Input("--size x --batch: too large".into()))?;
     crate::solvers::check_memory(elements.saturating_mul(2 * o.precision.bytes()))?;
-    match o.precision {
-        Precision::F32 => figures::<f32>(o, solver, size, batch),
-        Precision::F64 => figures::<f64>(o, solver, size, batch),
+    match (o.precision, device) {
+        (Precision::F32, Device::Cpu(_)) => figures::<f32>(o, solver, size, batch),
+        (Precision::F64, Device::Cpu(_)) => figures::<f64>(o, solver, size, batch),
+        (Precision::F32, Device::Cuda(gpu, _)) => device_figures::<f32>(o, gpu, solver, size, batch),
+        (Precision::F64, Device::Cuda(gpu, _)) => device_figures::<f64>(o, gpu, solver, size, batch),
     }
+}
+
+/// The figures of one solve timed at `t` seconds, against COPY's bandwidth.
+fn figure(bytes: f64, elements: usize, batch: usize, copy_bw: f64, (iters, t): (u64, f64)) -> serde_json::Value {
+    serde_json::json!({
+        "iterations": iters, "time_per_solve_s": t, "unknowns_per_s": elements as f64 / t,
+        "systems_per_s": batch as f64 / t, "bw_eff_GBps": bytes / t / 1e9, "fraction_of_copy": bytes / t / 1e9 / copy_bw,
+    })
+}
+
+/// What was measured where, and COPY.
+fn header(o: &BenchOptions, solver: &str, size: usize, batch: usize, copy: (u64, f64)) -> serde_json::Value {
+    let elements = size * batch;
+    let bytes = (2 * elements * o.precision.bytes()) as f64;
+    serde_json::json!({
+        "name": "tridiag", "solver": solver, "precision": o.precision.name(), "size": size, "batch": batch,
+        "elements": elements, "unit": "GB/s (1e9 bytes/s)",
+        "copy": { "elements": elements, "iterations": copy.0, "time_per_step_s": copy.1, "bw_GBps": bytes / copy.1 / 1e9 },
+    })
+}
+
+/// The solves on a CUDA device: the right-hand sides uploaded once and solved in place, as
+/// on the CPU; then each path once more from the original right-hand sides, compared bit
+/// for bit with the CPU's solve (the kernels evaluate the same expressions in the same order).
+fn device_figures<T: Real>(o: &BenchOptions, gpu: &std::sync::Arc<Gpu>, solver: &str, size: usize, batch: usize) -> Result<serde_json::Value> {
+    let elements = size * batch;
+    let a = matrix::<T>(size, T::one());
+    let init: Vec<T> = (0..elements).into_par_iter().map(|k| T::of(1.0 + (k % 7) as f64 * 0.1)).collect();
+    let stream = gpu.stream.clone();
+    let mut d = stream.clone_htod(&init).map_err(driver_err("upload"))?;
+    let kernels = gpu.kernels::<TridiagKernel>(T::PRECISION, false)?;
+    let copy = crate::bench::copy::<T>(&Device::Cuda(gpu.clone(), Default::default()), elements, size, o.seconds)?;
+    let mut v = header(o, solver, size, batch, copy);
+    v["backend"] = "cuda".into();
+    v["device"] = gpu.name.clone().into();
+    v["timing"] = "cuda events".into();
+    let (bytes, copy_bw) = ((2 * elements * o.precision.bytes()) as f64, v["copy"]["bw_GBps"].as_f64().unwrap_or(0.0));
+    let bx = crate::cuda::DEFAULT_BLOCK[0];
+    // Time `solve`, then solve `init` once more and compare with `cpu` solving it.
+    let mut measure = |solve: &mut dyn FnMut(&mut cudarc::driver::CudaSlice<T>) -> Result<()>, cpu: &dyn Fn(&mut [T])| -> Result<serde_json::Value> {
+        let timed = crate::bench::time_device(&stream, o.seconds, || solve(&mut d))?;
+        let mut f = figure(bytes, elements, batch, copy_bw, timed);
+        stream.memcpy_htod(&init, &mut d).map_err(driver_err("upload"))?;
+        solve(&mut d)?;
+        let on_device = stream.clone_dtoh(&d).map_err(driver_err("download"))?;
+        let mut on_cpu = init.clone();
+        cpu(&mut on_cpu);
+        f["bitwise_cpu"] = on_device.par_iter().zip(&on_cpu).all(|(x, y)| x.f64().to_bits() == y.f64().to_bits()).into();
+        Ok(f)
+    };
+    let thomas = Thomas::new(&a)?;
+    if solver == "thomas" {
+        let t = DeviceThomas::upload(&stream, &thomas)?;
+        v["interleaved"] = measure(&mut |d| t.solve_interleaved(&kernels, &stream, d, 0, size, batch, bx), &|h| {
+            thomas.solve_interleaved(h, batch)
+        })?;
+        v["contiguous"] = measure(&mut |d| t.solve_rows(&kernels, &stream, d, (0, size as i64), size, batch, bx), &|h| {
+            thomas.solve_batch(h)
+        })?;
+        for rows in GPU_BATCH_SPIKE_ROWS.into_iter().filter(|&r| size / r >= 2) {
+            let key = format!("interleaved_spike_{rows}");
+            let plan = SpikePlan::plan(&a, size / rows)?;
+            if let Some(reason) = plan.fallback_reason() {
+                v[&key] = serde_json::json!({ "fallback": reason });
+                continue;
+            }
+            let mut s = DeviceSpike::upload(&stream, &plan, batch)?;
+            v[&key] = measure(&mut |d| s.solve(&kernels, &stream, d, 0, bx), &|h| solve_columns(&plan, h, size, batch))?;
+            v[&key]["partitions"] = plan.partitions().into();
+        }
+    } else {
+        let plan = SpikePlan::plan(&a, size.div_ceil(GPU_SPIKE_ROWS))?;
+        v["partitions"] = plan.partitions().into();
+        if let Some(reason) = plan.fallback_reason() {
+            v["fallback"] = reason.into();
+        }
+        v["spike"] = match plan.thomas() {
+            // The fallback: one thread solves the whole system.
+            Some(t) => {
+                let dt = DeviceThomas::upload(&stream, t)?;
+                measure(&mut |d| dt.solve_rows(&kernels, &stream, d, (0, 0), size, 1, bx), &|h| t.solve(h))?
+            }
+            None => {
+                let mut s = DeviceSpike::upload(&stream, &plan, 1)?;
+                measure(&mut |d| s.solve(&kernels, &stream, d, 0, bx), &|h| plan.solve(h))?
+            }
+        };
+    }
+    Ok(v)
+}
+
+/// `plan` on each of the `batch` interleaved systems of `d` (the CPU's counterpart of the
+/// device's batched SPIKE).
+fn solve_columns<T: Real>(plan: &SpikePlan<T>, d: &mut [T], size: usize, batch: usize) {
+    let mut columns: Vec<T> = (0..size * batch).into_par_iter().map(|k| d[(k % size) * batch + k / size]).collect();
+    columns.par_chunks_mut(size).for_each(|c| plan.solve(c));
+    d.par_iter_mut().enumerate().for_each(|(k, x)| *x = columns[(k % batch) * size + k / batch]);
 }
 
 fn figures<T: Real>(o: &BenchOptions, solver: &str, size: usize, batch: usize) -> Result<serde_json::Value> {
@@ -48,21 +164,12 @@ fn figures<T: Real>(o: &BenchOptions, solver: &str, size: usize, batch: usize) -
     let a = matrix::<T>(size, T::one());
     let mut d: Vec<T> = crate::padded::zeroed_huge(elements);
     d.par_iter_mut().enumerate().for_each(|(k, x)| *x = T::of(1.0 + (k % 7) as f64 * 0.1));
-    let bytes = (2 * elements * o.precision.bytes()) as f64;
-    let copy = crate::bench::copy::<T>(&crate::solvers::Device::Cpu(Default::default()), elements, size.min(1 << 14), o.seconds)?;
-    let copy_bw = bytes / copy.1 / 1e9;
-    let figure = |(iters, t): (u64, f64)| {
-        serde_json::json!({
-            "iterations": iters, "time_per_solve_s": t, "unknowns_per_s": elements as f64 / t,
-            "systems_per_s": batch as f64 / t, "bw_eff_GBps": bytes / t / 1e9, "fraction_of_copy": bytes / t / 1e9 / copy_bw,
-        })
-    };
-    let mut v = serde_json::json!({
-        "name": "tridiag", "solver": solver, "precision": o.precision.name(), "backend": "cpu",
-        "threads": rayon::current_num_threads(), "size": size, "batch": batch, "elements": elements,
-        "unit": "GB/s (1e9 bytes/s)",
-        "copy": { "elements": elements, "iterations": copy.0, "time_per_step_s": copy.1, "bw_GBps": copy_bw },
-    });
+    let copy = crate::bench::copy::<T>(&Device::Cpu(Default::default()), elements, size.min(1 << 14), o.seconds)?;
+    let mut v = header(o, solver, size, batch, copy);
+    v["backend"] = "cpu".into();
+    v["threads"] = rayon::current_num_threads().into();
+    let (bytes, copy_bw) = ((2 * elements * o.precision.bytes()) as f64, v["copy"]["bw_GBps"].as_f64().unwrap_or(0.0));
+    let figure = |timed| figure(bytes, elements, batch, copy_bw, timed);
     let thomas = Thomas::new(&a)?;
     if solver == "thomas" {
         v["interleaved"] = figure(time_loop(o.seconds, || thomas.solve_interleaved(&mut d, batch)));
@@ -83,27 +190,39 @@ fn figures<T: Real>(o: &BenchOptions, solver: &str, size: usize, batch: usize) -
 /// Human-readable form of [`bench`]'s result.
 pub fn text(v: &serde_json::Value) -> String {
     let f = |x: &serde_json::Value| x.as_f64().unwrap_or(0.0);
+    let place = match v["device"].as_str() {
+        Some(d) => format!("cuda ({}, {d})", v["precision"].as_str().unwrap_or("")),
+        None => format!("cpu ({}, {} threads)", v["precision"].as_str().unwrap_or(""), v["threads"]),
+    };
     let mut s = format!(
-        "bench tridiag --solver {} on cpu ({}, {} threads), {} systems of {} unknowns\n  COPY:   {:>9.3e} s/solve {:>8.2} GB/s\n",
+        "bench tridiag --solver {} on {place}, {} systems of {} unknowns\n  COPY:   {:>9.3e} s/solve {:>8.2} GB/s\n",
         v["solver"].as_str().unwrap_or(""),
-        v["precision"].as_str().unwrap_or(""),
-        v["threads"],
         v["batch"],
         v["size"],
         f(&v["copy"]["time_per_step_s"]),
         f(&v["copy"]["bw_GBps"]),
     );
-    for key in ["interleaved", "contiguous", "spike", "thomas_sequential"] {
-        if let Some(k) = v.get(key) {
-            s += &format!(
-                "  {:<18} {:>9.3e} s/solve {:>8.2} GB/s (BW_e)  {:.3e} unknowns/s  {:.1}% of COPY\n",
-                format!("{key}:"),
-                f(&k["time_per_solve_s"]),
-                f(&k["bw_eff_GBps"]),
-                f(&k["unknowns_per_s"]),
-                100.0 * f(&k["fraction_of_copy"]),
-            );
+    // Every timed path, and the paths that fell back (a JSON object keeps its keys sorted).
+    for (key, k) in v.as_object().into_iter().flatten() {
+        if let Some(r) = k["fallback"].as_str() {
+            s += &format!("  {:<22} not timed: {r}\n", format!("{key}:"));
         }
+        if k.get("time_per_solve_s").is_none() {
+            continue;
+        }
+        s += &format!(
+            "  {:<22} {:>9.3e} s/solve {:>8.2} GB/s (BW_e)  {:.3e} unknowns/s  {:.1}% of COPY{}\n",
+            format!("{key}:"),
+            f(&k["time_per_solve_s"]),
+            f(&k["bw_eff_GBps"]),
+            f(&k["unknowns_per_s"]),
+            100.0 * f(&k["fraction_of_copy"]),
+            match k["bitwise_cpu"].as_bool() {
+                Some(true) => ", bitwise the CPU's solve",
+                Some(false) => ", DIFFERS from the CPU's solve",
+                None => "",
+            },
+        );
     }
     if let Some(p) = v["partitions"].as_u64() {
         s += &format!("  SPIKE partitions: {p}\n");

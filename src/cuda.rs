@@ -210,6 +210,35 @@ impl<K: Kernel> Kernels<K> {
         let found = self.functions.iter().find(|(h, _)| *h == k);
         found.map(|(_, f)| f.clone()).expect("Kernels holds every kernel of its file")
     }
+
+    /// `opts` with the block the kernels `launched` can all run with. A kernel's registers
+    /// per thread cap its threads per block (the driver refuses a larger launch): a block the
+    /// case or `sim tune` set is refused with the kernel named, and the default block
+    /// narrowed to the cap (a multiple of the 32-thread warp).
+    pub fn fit_block(&self, gpu: &Gpu, opts: &GpuOptions, launched: &[K]) -> Result<GpuOptions> {
+        use cudarc::driver::sys::CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK as MOST;
+        let mut tightest = None;
+        for &k in launched {
+            let most = self.get(k).get_attribute(MOST).map_err(driver_err("reading a kernel's thread limit"))? as u32;
+            if tightest.is_none_or(|(_, m)| most < m) {
+                tightest = Some((k, most));
+            }
+        }
+        let [bx, by] = opts.block();
+        let Some((k, most)) = tightest.filter(|&(_, most)| bx * by > most) else {
+            return Ok(opts.clone());
+        };
+        if opts.block.is_some() {
+            let registers = self.get(k).num_regs().map_err(driver_err("reading a kernel's registers"))?;
+            return input(format!(
+                "gpu.block: [{bx}, {by}] is {} threads; kernel {} uses {registers} registers per thread, so {} launches at most {most} threads per block of it",
+                bx * by,
+                k.name(),
+                gpu.name
+            ));
+        }
+        Ok(GpuOptions { block: Some([most / 32 * 32, 1]), ..opts.clone() })
+    }
 }
 
 /// `gpu:` section of a case: kernel variant and block shape.
@@ -338,10 +367,22 @@ pub fn source(name: &str) -> Option<String> {
 /// Run `f`, turning a panic of cudarc's library loader (a missing library or symbol) into an
 /// error; the panic message is not printed.
 pub(crate) fn guarded<T>(what: &str, f: impl FnOnce() -> std::result::Result<T, String>) -> std::result::Result<T, String> {
-    let prev = std::panic::take_hook();
-    std::panic::set_hook(Box::new(|_| {}));
+    thread_local!(static QUIET: std::cell::Cell<bool> = const { std::cell::Cell::new(false) });
+    // One hook for the process that is silent only on a thread inside `guarded`: swapping the
+    // global hook here would silence the panics of other threads meanwhile (a failing test's
+    // message, say).
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let prev = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !QUIET.get() {
+                prev(info)
+            }
+        }));
+    });
+    QUIET.set(true);
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
-    std::panic::set_hook(prev);
+    QUIET.set(false);
     r.unwrap_or_else(|payload| {
         // cudarc's message names the missing symbol.
         let why = payload

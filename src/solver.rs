@@ -281,6 +281,11 @@ pub trait Solver: Send {
     fn backend(&self) -> String {
         "cpu".into()
     }
+    /// The block shape a device's kernels launch with, where the solver chose it (narrowed to
+    /// what its kernels' registers allow); None: the case's `gpu.block`, or no device.
+    fn launch_block(&self) -> Option<[u32; 2]> {
+        None
+    }
     /// Block until work queued on a device has finished (for timing; CPU: nothing to do).
     fn wait(&mut self) -> Result<()> {
         Ok(())

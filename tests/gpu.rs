@@ -199,6 +199,34 @@ fn info_and_bench_report_the_device() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// `sim bench tridiag --backend cuda`: each path timed on the device solves the original
+/// right-hand sides once more bit for bit as the CPU does (odd sizes, partitions of unequal
+/// lengths); batched SPIKE falls back where its partitions are too short for the precision.
+#[test]
+fn bench_tridiag_solves_on_the_device_as_on_the_cpu() {
+    let Some(c) = cuda() else { return };
+    let dir = scratch("gpu_bench_tridiag");
+    for (args, paths, fallback) in [
+        (&["--size", "37", "--batch", "41", "--precision", "f32"][..], &["interleaved", "contiguous", "interleaved_spike_16"][..], None),
+        (&["--size", "200", "--batch", "41"][..], &["interleaved", "contiguous", "interleaved_spike_64"][..], Some("interleaved_spike_16")),
+        (&["--solver", "spike", "--size", "5000", "--precision", "f32"][..], &["spike"][..], None),
+        (&["--solver", "spike", "--size", "5000"][..], &["spike"][..], None),
+    ] {
+        let mut a = vec!["bench", "tridiag", "--backend", "cuda", "--seconds", "0.01", "--json"];
+        a.extend(args);
+        let v: serde_json::Value = serde_json::from_slice(&ok(sim_cuda(&dir, &a)).stdout).unwrap();
+        assert_eq!(v["device"].as_str(), Some(c.gpu().name.as_str()), "{v}");
+        for p in paths {
+            assert_eq!(v[p]["bitwise_cpu"].as_bool(), Some(true), "{args:?} {p}: {v}");
+            assert!(v[p]["bw_eff_GBps"].as_f64().unwrap() > 0.0, "{args:?} {p}: {v}");
+        }
+        if let Some(p) = fallback {
+            assert!(v[p]["fallback"].as_str().unwrap().contains("too weak to truncate"), "{args:?} {p}: {v}");
+        }
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 /// `--power` samples nvidia-smi around the timed steps (a stand-in reporting a constant 120 W
 /// here), and says so when there is no nvidia-smi.
 #[test]

@@ -231,6 +231,14 @@ fn bench_reports_rdp_for_both_flux_variants() {
         let total: f64 = shares.iter().map(|p| p[1].as_f64().unwrap()).sum();
         assert!((total - 1.0).abs() < 1e-12 && shares.iter().all(|p| p[1].as_f64().unwrap() > 0.0), "{v}");
     }
+    // Without --block: the default 512 threads narrowed to what the flux kernels' registers
+    // allow, whole warps, and reported.
+    for flux in ["fused", "split"] {
+        let args = ["bench", "lskum", "--backend", "cuda", "--flux", flux, "--size", "2000", "--seconds", "0.01", "--json"];
+        let v: serde_json::Value = serde_json::from_slice(&ok(sim_cuda(&dir, &args)).stdout).unwrap();
+        let threads = v["block"][0].as_u64().unwrap();
+        assert!(threads < 512 && threads.is_multiple_of(32) && v["block"][1] == 1, "{flux}: {v}");
+    }
     std::fs::remove_dir_all(dir).unwrap();
 }
 
@@ -248,6 +256,8 @@ fn bad_gpu_settings_are_refused_with_the_key() {
         ("{flux: bogus}", &[][..], "flux"),
         ("{block: [64, 2]}", &[][..], "gpu.block"),
         ("{block: [4096, 1]}", &[][..], "gpu.block"),
+        // The fused flux kernel's registers (over 128 per thread) leave fewer than 512 threads.
+        ("{block: [512, 1]}", &[][..], "registers per thread"),
         ("{flux: split}", &["--precision", "f32"][..], "f64 only"),
     ] {
         write(&dir, "b.yaml", &case(gpu));

@@ -5,6 +5,7 @@
 // emulations, in the precision that fits every kernel of the module. Launches are checked as
 // the driver checks them. cudarc resolves each driver function when first called, so a
 // function missing here fails in cudarc with the function's name.
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -35,6 +36,7 @@ enum : CUresult {
     INVALID_IMAGE = 200,
     INVALID_HANDLE = 400,
     NOT_FOUND = 500,
+    LAUNCH_OUT_OF_RESOURCES = 701,
     NOT_SUPPORTED = 801,
 };
 
@@ -93,8 +95,18 @@ struct Function {
     std::string name;
     std::vector<std::size_t> params;  // sizes, from the cubin
     const sim_emu::Kernel* kernel;
+    int registers;    // per thread, from the cubin
+    int max_threads;  // per block, as the registers allow
     int max_dynamic_shared = DEFAULT_SHARED;
 };
+
+// The most threads per block a kernel of `registers` registers per thread launches with, as
+// the driver computes it on compute capability 9.0: registers go to warps in units of 256,
+// from 64 Ki per block.
+int max_threads_for(int registers) {
+    int per_warp = (registers * 32 + 255) / 256 * 256;
+    return per_warp == 0 ? MAX_THREADS : std::min(MAX_THREADS, 65536 / per_warp * 32);
+}
 struct Module {
     std::vector<std::unique_ptr<Function>> functions;
 };
@@ -103,9 +115,14 @@ struct Event {
     bool recorded = false;
 };
 
-// Kernel name -> parameter sizes by ordinal, from the .nv.info.<kernel> sections of a cubin
-// (attribute EIATTR_KPARAM_INFO: ordinal, offset and size of each parameter).
-bool read_cubin(const unsigned char* b, std::map<std::string, std::vector<std::size_t>>& kernels) {
+// What a cubin says of its kernels: the parameter sizes by ordinal, from the .nv.info.<kernel>
+// sections (attribute EIATTR_KPARAM_INFO: ordinal, offset and size of each parameter), and the
+// registers per thread, from the .nv.info section (EIATTR_REGCOUNT: symbol index, count).
+struct CubinKernel {
+    std::vector<std::size_t> params;
+    int registers = 0;
+};
+bool read_cubin(const unsigned char* b, std::map<std::string, CubinKernel>& kernels) {
     if (std::memcmp(b, "\x7f" "ELF", 4) != 0 || b[4] != 2) return false;
     auto u16 = [&](std::size_t o) { std::uint16_t v; std::memcpy(&v, b + o, 2); return (std::size_t)v; };
     auto u32 = [&](std::size_t o) { std::uint32_t v; std::memcpy(&v, b + o, 4); return (std::size_t)v; };
@@ -115,46 +132,69 @@ bool read_cubin(const unsigned char* b, std::map<std::string, std::vector<std::s
     auto header = [&](std::size_t i) { return shoff + i * shentsize; };
     std::size_t names = u64(header(shstrndx) + 0x18);
     const std::string prefix = ".nv.info.";
-    for (std::size_t i = 0; i < shnum; ++i) {
-        std::string name = (const char*)b + names + u32(header(i));
-        if (name.compare(0, prefix.size(), prefix) != 0) continue;
-        std::vector<std::size_t>& sizes = kernels[name.substr(prefix.size())];
+    auto section = [&](const std::string& wanted) -> std::size_t {
+        for (std::size_t i = 0; i < shnum; ++i)
+            if (wanted == (const char*)b + names + u32(header(i))) return i;
+        return shnum;
+    };
+    // Each attribute of an .nv.info section: format, attribute, and for format 4 (EIFMT_SVAL)
+    // a 16-bit length and that many bytes.
+    auto attributes = [&](std::size_t i, auto&& each) {
         std::size_t p = u64(header(i) + 0x18), end = p + u64(header(i) + 0x20);
         while (p < end) {
             std::size_t format = b[p], attr = b[p + 1], len = format == 4 ? u16(p + 2) : 0;
-            if (format == 4 && attr == 0x17 && len >= 12) {  // KPARAM_INFO
-                std::size_t ordinal = u16(p + 8), size = u32(p + 12) >> 18;
+            if (format == 4) each(attr, p + 4, len);
+            p += 4 + len;
+        }
+    };
+    for (std::size_t i = 0; i < shnum; ++i) {
+        std::string name = (const char*)b + names + u32(header(i));
+        if (name.compare(0, prefix.size(), prefix) != 0) continue;
+        std::vector<std::size_t>& sizes = kernels[name.substr(prefix.size())].params;
+        attributes(i, [&](std::size_t attr, std::size_t at, std::size_t len) {
+            if (attr == 0x17 && len >= 12) {  // KPARAM_INFO
+                std::size_t ordinal = u16(at + 4), size = u32(at + 8) >> 18;
                 if (sizes.size() <= ordinal) sizes.resize(ordinal + 1);
                 sizes[ordinal] = size;
             }
-            p += 4 + len;
-        }
+        });
+    }
+    std::size_t info = section(".nv.info"), symtab = section(".symtab"), strtab = section(".strtab");
+    if (info < shnum && symtab < shnum && strtab < shnum) {
+        std::size_t symbols = u64(header(symtab) + 0x18), strings = u64(header(strtab) + 0x18);
+        attributes(info, [&](std::size_t attr, std::size_t at, std::size_t len) {
+            if (attr != 0x2f || len < 8) return;  // REGCOUNT
+            std::string name = (const char*)b + strings + u32(symbols + 24 * u32(at));
+            auto k = kernels.find(name);
+            if (k != kernels.end()) k->second.registers = (int)u32(at + 4);
+        });
     }
     return !kernels.empty();
 }
 
 // The registered emulation of every kernel of a cubin, in the one precision that fits all of
 // them (copy1d alone fits both).
-CUresult emulations(const std::map<std::string, std::vector<std::size_t>>& kernels, Module& m) {
+CUresult emulations(const std::map<std::string, CubinKernel>& kernels, Module& m) {
     std::vector<std::size_t> fits;
     for (std::size_t real : {sizeof(float), sizeof(double)}) {
         bool all = true;
-        for (auto& [name, sizes] : kernels) {
+        for (auto& [name, cubin] : kernels) {
             const sim_emu::Kernel* k = sim_emu::find(name, real);
-            all = all && k && k->params == sizes;
+            all = all && k && k->params == cubin.params;
         }
         if (all) fits.push_back(real);
     }
     if (fits.size() != 1) {
         std::string names;
-        for (auto& [name, sizes] : kernels) names += " " + name + "(" + std::to_string(sizes.size()) + " parameters)";
+        for (auto& [name, cubin] : kernels) names += " " + name + "(" + std::to_string(cubin.params.size()) + " parameters)";
         return complain(NOT_FOUND,
                         "no single precision of the registered kernels (tests/cuda_on_cpu/kernels/) matches this "
                         "module's kernels:%s",
                         names);
     }
-    for (auto& [name, sizes] : kernels)
-        m.functions.push_back(std::make_unique<Function>(Function{name, sizes, sim_emu::find(name, fits[0])}));
+    for (auto& [name, cubin] : kernels)
+        m.functions.push_back(std::make_unique<Function>(Function{name, cubin.params, sim_emu::find(name, fits[0]),
+                                                                  cubin.registers, max_threads_for(cubin.registers)}));
     return SUCCESS;
 }
 
@@ -305,7 +345,7 @@ API CUresult cuEventElapsedTime_v2(float* ms, void* start, void* end) { return c
 // ---- modules, functions, launches ----
 
 API CUresult cuModuleLoadData(void** module, const void* image) {
-    std::map<std::string, std::vector<std::size_t>> kernels;
+    std::map<std::string, CubinKernel> kernels;
     if (!image || !read_cubin((const unsigned char*)image, kernels))
         return complain(INVALID_IMAGE, "%s", "the module image is not a CUDA cubin");
     auto m = std::make_unique<Module>();
@@ -328,8 +368,9 @@ API CUresult cuModuleGetFunction(void** f, void* module, const char* name) {
 API CUresult cuFuncGetAttribute(int* v, int attr, void* f) {
     auto* fn = (Function*)f;
     switch (attr) {
-        case 0: *v = MAX_THREADS; return SUCCESS;                // MAX_THREADS_PER_BLOCK
+        case 0: *v = fn->max_threads; return SUCCESS;            // MAX_THREADS_PER_BLOCK
         case 1: *v = 0; return SUCCESS;                          // SHARED_SIZE_BYTES (static)
+        case 4: *v = fn->registers; return SUCCESS;              // NUM_REGS
         case 8: *v = fn->max_dynamic_shared; return SUCCESS;     // MAX_DYNAMIC_SHARED_SIZE_BYTES
         default: return complain(NOT_SUPPORTED, "function attribute %s is not emulated", std::to_string(attr));
     }
@@ -352,6 +393,7 @@ API CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsi
         if (block[d] == 0 || (int)block[d] > MAX_BLOCK[d] || grid[d] == 0 || grid[d] > MAX_GRID[d]) return INVALID_VALUE;
     if ((unsigned long long)bx * by * bz > (unsigned long long)MAX_THREADS) return INVALID_VALUE;
     if ((int)shared > fn->max_dynamic_shared) return INVALID_VALUE;
+    if ((unsigned long long)bx * by * bz > (unsigned long long)fn->max_threads) return LAUNCH_OUT_OF_RESOURCES;
     if (extra) return complain(NOT_SUPPORTED, "%s: launch arguments through `extra` are not emulated", fn->name);
     if (!params && !fn->params.empty()) return INVALID_VALUE;
     std::lock_guard<std::mutex> g(lock);
@@ -369,6 +411,7 @@ API CUresult cuGetErrorName(CUresult e, const char** s) {
         case INVALID_HANDLE: *s = "CUDA_ERROR_INVALID_HANDLE"; break;
         case NOT_FOUND: *s = "CUDA_ERROR_NOT_FOUND"; break;
         case NOT_SUPPORTED: *s = "CUDA_ERROR_NOT_SUPPORTED"; break;
+        case LAUNCH_OUT_OF_RESOURCES: *s = "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"; break;
         default: *s = "CUDA_ERROR_UNKNOWN"; break;
     }
     return SUCCESS;

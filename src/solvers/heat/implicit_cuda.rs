@@ -2,7 +2,9 @@
 //! (the function that orders the CPU stages too) from `kernels/tridiag.cu`, with the
 //! factorisations the CPU computes ([`Factors::along_x`], [`Thomas::new`]) uploaded.
 
-use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
+use std::sync::Arc;
+
+use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 
 use super::cuda::DeviceField;
 use super::implicit::{self, Axis, Factors, Flow, ImplicitStages, Method, TridiagonalSolver};
@@ -14,7 +16,7 @@ use crate::solver::Grid;
 
 /// Thomas factors on the device: `lower`, `inv`, `up` with `k + 1` entries each, the tail
 /// at index `k` (the layout `kernels/tridiag.cu` reads).
-struct DeviceThomas<T> {
+pub(crate) struct DeviceThomas<T> {
     lower: CudaSlice<T>,
     inv: CudaSlice<T>,
     up: CudaSlice<T>,
@@ -24,8 +26,10 @@ struct DeviceThomas<T> {
 /// A truncated SPIKE plan on the device: per-partition metadata (8 ints each, see
 /// `kernels/tridiag.cu`), the partitions' factors and spike windows concatenated, and the
 /// interface values of step (2).
-struct DeviceSpike<T> {
+pub(crate) struct DeviceSpike<T> {
     p: i32,
+    /// Systems solved together, interleaved.
+    width: i32,
     meta: CudaSlice<i32>,
     lower: CudaSlice<T>,
     inv: CudaSlice<T>,
@@ -143,13 +147,70 @@ impl<T: Real> CudaImplicit<T> {
     }
 
     fn upload_thomas(&self, t: &Thomas<T>) -> Result<DeviceThomas<T>> {
-        let (mut lower, mut inv, mut up) = (Vec::new(), Vec::new(), Vec::new());
-        let k = flatten_thomas(t, &mut lower, &mut inv, &mut up);
-        let h = |v: &[T]| self.field.stream.clone_htod(v).map_err(driver_err("factor upload"));
-        Ok(DeviceThomas { lower: h(&lower)?, inv: h(&inv)?, up: h(&up)?, k })
+        DeviceThomas::upload(&self.field.stream, t)
     }
 
     fn upload_spike(&self, plan: &SpikePlan<T>) -> Result<DeviceSpike<T>> {
+        DeviceSpike::upload(&self.field.stream, plan, 1)
+    }
+
+    fn func(&self, k: TridiagKernel) -> CudaFunction {
+        self.kernels.get(k)
+    }
+}
+
+impl<T: Real> DeviceThomas<T> {
+    pub(crate) fn upload(stream: &Arc<CudaStream>, t: &Thomas<T>) -> Result<Self> {
+        let (mut lower, mut inv, mut up) = (Vec::new(), Vec::new(), Vec::new());
+        let k = flatten_thomas(t, &mut lower, &mut inv, &mut up);
+        let h = |v: &[T]| stream.clone_htod(v).map_err(driver_err("factor upload"));
+        Ok(DeviceThomas { lower: h(&lower)?, inv: h(&inv)?, up: h(&up)?, k })
+    }
+
+    /// `count` systems of `m` unknowns one after another, unknown i of system s at
+    /// `d[first + s stride + i]`; one thread per system in blocks of `bx`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn solve_rows(
+        &self,
+        kernels: &Kernels<TridiagKernel>,
+        stream: &CudaStream,
+        d: &mut CudaSlice<T>,
+        (first, stride): (i64, i64),
+        m: usize,
+        count: usize,
+        bx: u32,
+    ) -> Result<()> {
+        let (m, count_i) = (int(m), int(count));
+        let f = kernels.get(TridiagKernel::ThomasRows);
+        let mut b = stream.launch_builder(&f);
+        b.arg(d).arg(&first).arg(&stride).arg(&m).arg(&count_i).arg(&self.lower).arg(&self.inv).arg(&self.up).arg(&self.k);
+        launch(&mut b, line(bx, count), TridiagKernel::ThomasRows)
+    }
+
+    /// `width` systems of `m` unknowns interleaved, unknown i of system s at
+    /// `d[first + i width + s]`; one thread per system in blocks of `bx`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn solve_interleaved(
+        &self,
+        kernels: &Kernels<TridiagKernel>,
+        stream: &CudaStream,
+        d: &mut CudaSlice<T>,
+        first: i64,
+        m: usize,
+        width: usize,
+        bx: u32,
+    ) -> Result<()> {
+        let (m, width_i) = (int(m), int(width));
+        let f = kernels.get(TridiagKernel::ThomasInterleaved);
+        let mut b = stream.launch_builder(&f);
+        b.arg(d).arg(&first).arg(&m).arg(&width_i).arg(&self.lower).arg(&self.inv).arg(&self.up).arg(&self.k);
+        launch(&mut b, line(bx, width), TridiagKernel::ThomasInterleaved)
+    }
+}
+
+impl<T: Real> DeviceSpike<T> {
+    /// The plan for `width` interleaved systems of its matrix (1: one system).
+    pub(crate) fn upload(stream: &Arc<CudaStream>, plan: &SpikePlan<T>, width: usize) -> Result<Self> {
         let parts = plan.truncated().expect("a truncated plan");
         let (mut lower, mut inv, mut up, mut v, mut w) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let mut meta = Vec::with_capacity(8 * parts.len());
@@ -163,23 +224,51 @@ impl<T: Real> CudaImplicit<T> {
         // Empty windows still need a device allocation to pass.
         v.push(T::zero());
         w.push(T::zero());
-        let h = |v: &[T]| self.field.stream.clone_htod(v).map_err(driver_err("factor upload"));
+        let h = |v: &[T]| stream.clone_htod(v).map_err(driver_err("factor upload"));
         let p = parts.len();
         Ok(DeviceSpike {
             p: int(p),
-            meta: self.field.stream.clone_htod(&meta).map_err(driver_err("factor upload"))?,
+            width: int(width),
+            meta: stream.clone_htod(&meta).map_err(driver_err("factor upload"))?,
             lower: h(&lower)?,
             inv: h(&inv)?,
             up: h(&up)?,
             v: h(&v)?,
             w: h(&w)?,
-            bottom: self.field.stream.alloc_zeros::<T>(p).map_err(driver_err("allocation"))?,
-            top: self.field.stream.alloc_zeros::<T>(p).map_err(driver_err("allocation"))?,
+            bottom: stream.alloc_zeros::<T>(p * width).map_err(driver_err("allocation"))?,
+            top: stream.alloc_zeros::<T>(p * width).map_err(driver_err("allocation"))?,
         })
     }
 
-    fn func(&self, k: TridiagKernel) -> CudaFunction {
-        self.kernels.get(k)
+    /// The systems at `d[first..]` (row i of system s at `first + i width + s`): the local
+    /// solves, the interfaces' 2 x 2 systems and the corrections (one thread per partition or
+    /// interface of each system, blocks of `bx`).
+    pub(crate) fn solve(
+        &mut self,
+        kernels: &Kernels<TridiagKernel>,
+        stream: &CudaStream,
+        d: &mut CudaSlice<T>,
+        first: i64,
+        bx: u32,
+    ) -> Result<()> {
+        let spike = [TridiagKernel::SpikeLocal, TridiagKernel::SpikeInterfaces, TridiagKernel::SpikeCorrections];
+        let funcs = spike.map(|k| kernels.get(k));
+        let (p, width) = (self.p as usize, self.width as usize);
+        let mut b = stream.launch_builder(&funcs[0]);
+        b.arg(&mut *d).arg(&first).arg(&self.p).arg(&self.width).arg(&self.meta).arg(&self.lower).arg(&self.inv).arg(&self.up);
+        launch(&mut b, line(bx, p * width), spike[0])?;
+        // One partition has no interface: the local solve is the solution.
+        if p > 1 {
+            let mut b = stream.launch_builder(&funcs[1]);
+            b.arg(&*d).arg(&first).arg(&self.p).arg(&self.width).arg(&self.meta).arg(&self.v).arg(&self.w);
+            b.arg(&mut self.bottom).arg(&mut self.top);
+            launch(&mut b, line(bx, (p - 1) * width), spike[1])?;
+            let mut b = stream.launch_builder(&funcs[2]);
+            b.arg(&mut *d).arg(&first).arg(&self.p).arg(&self.width).arg(&self.meta).arg(&self.v).arg(&self.w);
+            b.arg(&self.bottom).arg(&self.top);
+            launch(&mut b, line(bx, p * width), spike[2])?;
+        }
+        Ok(())
     }
 }
 
@@ -220,9 +309,6 @@ impl<T: Real> ImplicitStages<T> for CudaImplicit<T> {
     fn implicit_half(&mut self, axis: Axis, flow: Flow) -> Result<()> {
         let (nx, ny, bx) = (self.nx, self.ny, self.block[0]);
         let stream = self.field.stream.clone();
-        let (rows, inter) = (self.func(TridiagKernel::ThomasRows), self.func(TridiagKernel::ThomasInterleaved));
-        let spike = [TridiagKernel::SpikeLocal, TridiagKernel::SpikeInterfaces, TridiagKernel::SpikeCorrections];
-        let spike_funcs = spike.map(|k| self.func(k));
         let d = match flow {
             Flow::TempToNext => &mut self.field.next,
             Flow::NextToTemp => &mut self.field.temp,
@@ -232,44 +318,18 @@ impl<T: Real> ImplicitStages<T> for CudaImplicit<T> {
                 // The interior of each row: one system per row from (1, j), rows 1..ny-1 (the
                 // one row of a 1D field).
                 let (first, count) = if ny == 1 { (1i64, 1usize) } else { (nx as i64 + 1, ny - 2) };
-                let (stride, m) = (nx as i64, int(nx - 2));
                 match self.x.as_mut().expect("factored before the step") {
-                    DeviceX::Thomas(t) => {
-                        let count_i = int(count);
-                        let mut b = stream.launch_builder(&rows);
-                        b.arg(d).arg(&first).arg(&stride).arg(&m).arg(&count_i).arg(&t.lower).arg(&t.inv).arg(&t.up).arg(&t.k);
-                        launch(&mut b, line(bx, count), TridiagKernel::ThomasRows)
-                    }
-                    DeviceX::Spike(s) => {
-                        if ny > 1 {
-                            // heat2d takes no `tridiagonal:` key, so its rows are always Thomas's.
-                            return Err(SimError::Run("truncated SPIKE runs on one system (heat1d) only".into()));
-                        }
-                        let p = s.p as usize;
-                        let mut b = stream.launch_builder(&spike_funcs[0]);
-                        b.arg(&mut *d).arg(&first).arg(&s.p).arg(&s.meta).arg(&s.lower).arg(&s.inv).arg(&s.up);
-                        launch(&mut b, line(bx, p), spike[0])?;
-                        // One partition has no interface: the local solve is the solution.
-                        if p > 1 {
-                            let mut b = stream.launch_builder(&spike_funcs[1]);
-                            b.arg(&*d).arg(&first).arg(&s.p).arg(&s.meta).arg(&s.v).arg(&s.w).arg(&mut s.bottom).arg(&mut s.top);
-                            launch(&mut b, line(bx, p - 1), spike[1])?;
-                            let mut b = stream.launch_builder(&spike_funcs[2]);
-                            b.arg(&mut *d).arg(&first).arg(&s.p).arg(&s.meta).arg(&s.v).arg(&s.w).arg(&s.bottom).arg(&s.top);
-                            launch(&mut b, line(bx, p), spike[2])?;
-                        }
-                        Ok(())
-                    }
+                    DeviceX::Thomas(t) => t.solve_rows(&self.kernels, &stream, d, (first, nx as i64), nx - 2, count, bx),
+                    // heat2d takes no `tridiagonal:` key, so its rows are always Thomas's.
+                    DeviceX::Spike(_) if ny > 1 => Err(SimError::Run("truncated SPIKE runs on one system (heat1d) only".into())),
+                    DeviceX::Spike(s) => s.solve(&self.kernels, &stream, d, first, bx),
                 }
             }
             // The interior rows hold the column systems interleaved: unknown j of column i at
             // nx + (j - 1) nx + i. The boundary columns solve to their right-hand side 0.
             Axis::Y => {
                 let t = self.y.as_ref().expect("factored before the step");
-                let (first, m, width) = (nx as i64, int(ny - 2), int(nx));
-                let mut b = stream.launch_builder(&inter);
-                b.arg(d).arg(&first).arg(&m).arg(&width).arg(&t.lower).arg(&t.inv).arg(&t.up).arg(&t.k);
-                launch(&mut b, line(bx, nx), TridiagKernel::ThomasInterleaved)
+                t.solve_interleaved(&self.kernels, &stream, d, nx as i64, ny - 2, nx, bx)
             }
         }
     }

@@ -189,6 +189,11 @@ enum Phase {
 }
 
 impl LskumCuda {
+    /// Threads per block of the per-point kernels.
+    pub fn block(&self) -> u32 {
+        self.cfg.block_dim.0
+    }
+
     /// Upload `cloud` (in the solver's order) and the primitive state `prim`.
     pub fn new(gpu: &Arc<Gpu>, opts: &GpuOptions, cloud: &Cloud, prim: &[V4], set: &Settings) -> Result<Self> {
         let [bx, by] = opts.block();
@@ -211,6 +216,11 @@ impl LskumCuda {
                 (LskumKernel::FluxGyNeg, LskumKernel::FluxGyNegShared, SUMS),
             ],
         };
+        use LskumKernel::{Inner, QDerivatives, QVariables, Timestep, Update};
+        let per_point = [Timestep, QVariables, QDerivatives, Inner, Update].into_iter();
+        let launched: Vec<_> = per_point.chain(flux_kernels.iter().map(|&(l2, sh, _)| if shared { sh } else { l2 })).collect();
+        let opts = &k.fit_block(gpu, opts, &launched)?;
+        let [bx, _] = opts.block();
         let mut flux = Vec::with_capacity(flux_kernels.len());
         for &(regs, smem, sums) in flux_kernels {
             if shared {

@@ -263,7 +263,8 @@ impl Lskum {
                 crate::cuda::Variant::L2 => "registers",
                 crate::cuda::Variant::Shared => "shared",
             };
-            self.backend = format!("cuda ({}, {} flux, {scratch} scratch, {}x1)", gpu.name, o.flux.name(), o.block()[0]);
+            let threads = self.dev.as_ref().map_or(0, |d| d.block());
+            self.backend = format!("cuda ({}, {} flux, {scratch} scratch, {threads}x1)", gpu.name, o.flux.name());
         }
         Ok(self)
     }
@@ -507,6 +508,9 @@ impl Solver for Lskum {
     }
     fn backend(&self) -> String {
         self.backend.clone()
+    }
+    fn launch_block(&self) -> Option<[u32; 2]> {
+        self.dev.as_ref().map(|d| [d.block(), 1])
     }
     fn wait(&mut self) -> Result<()> {
         self.dev.as_ref().map_or(Ok(()), |d| d.synchronize())

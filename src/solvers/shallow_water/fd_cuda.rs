@@ -372,6 +372,7 @@ impl<T: Real> FblCuda<T> {
             Variant::L2 => FblKernel::StepL2,
             Variant::Shared => FblKernel::StepShared,
         };
+        let opts = &kernels.fit_block(gpu, opts, &[step])?;
         let functions = [step, FblKernel::FillNs, FblKernel::FillEw, FblKernel::Sponge].map(|k| kernels.get(k));
         let [bx, by] = opts.block();
         // U* of (by+2) x (bx+1) faces and V* of (by+1) x bx faces.
@@ -408,6 +409,10 @@ impl<T: Real> FblCuda<T> {
 }
 
 impl<T: Real> Scheme<T> for FblCuda<T> {
+    fn launch_block(&self) -> Option<[u32; 2]> {
+        Some([self.fd.cfg.block_dim.0, self.fd.cfg.block_dim.1])
+    }
+
     fn step(&mut self, dt: f64, _first: bool) {
         if self.fd.failed.is_none() {
             let r = self.try_step(dt);
@@ -470,6 +475,7 @@ impl<T: Real> CtcsCuda<T> {
             Variant::L2 => CtcsKernel::StepL2,
             Variant::Shared => CtcsKernel::StepShared,
         };
+        let opts = &kernels.fit_block(gpu, opts, &[step])?;
         let functions = [step, CtcsKernel::FillNs, CtcsKernel::FillEw, CtcsKernel::Sponge].map(|k| kernels.get(k));
         let [bx, by] = opts.block();
         // h and 1/h of (by+2) x (bx+2) cells, 1/D of (by+1) x (bx+1) corners.
@@ -510,6 +516,10 @@ impl<T: Real> CtcsCuda<T> {
 }
 
 impl<T: Real> Scheme<T> for CtcsCuda<T> {
+    fn launch_block(&self) -> Option<[u32; 2]> {
+        Some([self.fd.cfg.block_dim.0, self.fd.cfg.block_dim.1])
+    }
+
     fn step(&mut self, dt: f64, first: bool) {
         if self.fd.failed.is_none() {
             let r = self.try_step(dt, first);

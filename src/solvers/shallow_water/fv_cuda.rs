@@ -174,6 +174,11 @@ impl<T: Real> FvCuda<T> {
         gpu.check_block(opts.block())?;
         let cpu = Fv::with_halo(p, init, rk, op, halo.clone());
         let kernels = gpu.kernels::<K>(T::PRECISION, opts.fast_math)?;
+        let launched = match opts.variant {
+            Variant::L2 => K::STAGE_L2,
+            Variant::Shared => K::STAGE_SHARED,
+        };
+        let opts = &kernels.fit_block(gpu, opts, &[launched])?;
         let (stage, shared_mem_bytes) = match opts.variant {
             Variant::L2 => (kernels.get(K::STAGE_L2), 0),
             Variant::Shared => {
@@ -381,6 +386,10 @@ impl<T: Real> FvCuda<T> {
 }
 
 impl<T: Real> Scheme<T> for FvCuda<T> {
+    fn launch_block(&self) -> Option<[u32; 2]> {
+        Some([self.cfg.block_dim.0, self.cfg.block_dim.1])
+    }
+
     fn step(&mut self, dt: f64, _first: bool) {
         if self.error.get_mut().is_some() {
             return;

@@ -206,7 +206,10 @@ impl<T: Real> ShallowWater<T> {
             },
         };
         let backend = match device {
-            Device::Cuda(gpu, o) => format!("cuda ({}, {} {}x{})", gpu.name, o.variant.name(), o.block()[0], o.block()[1]),
+            Device::Cuda(gpu, o) => {
+                let [bx, by] = scheme.launch_block().unwrap_or(o.block());
+                format!("cuda ({}, {} {bx}x{by})", gpu.name, o.variant.name())
+            }
             Device::Cpu(_) => "cpu".into(),
         };
         // Blocked in time as `cpu.temporal_block` says, for the threads of the current pool.
@@ -507,6 +510,9 @@ impl<T: Real> Solver for ShallowWater<T> {
 
     fn backend(&self) -> String {
         self.backend.clone()
+    }
+    fn launch_block(&self) -> Option<[u32; 2]> {
+        self.scheme.launch_block()
     }
 
     fn units(&self) -> &'static str {

@@ -72,6 +72,10 @@ pub trait Scheme<T: Real>: Send {
     fn steps_landed(&mut self, _courant: f64, _landing: &Landing, _time: f64, _most: u64) -> Result<Landed> {
         unreachable!("steps_landed of a scheme that does not land its steps")
     }
+    /// The block shape of a device scheme's main kernel.
+    fn launch_block(&self) -> Option<[u32; 2]> {
+        None
+    }
     /// Interior cell-centre values for output and diagnostics.
     fn cells(&self) -> Cells<T>;
     /// Copies of every array a bit-exact restart needs, with its place on the cell grid (a

@@ -3,7 +3,7 @@
 # and toolkit but no Rust toolchain: the CUDA test binaries (which run on a real GPU where a
 # driver is present) and the GPU benchmarks. Stages: env, tests, bench (heat2d, cavity), sw
 # (shallow water), lskum, tridiag (sim's solvers and the cuSPARSE peer, which needs CuPy),
-# sanitize (compute-sanitizer over short runs);
+# tune (block shapes), sanitize (compute-sanitizer over short runs);
 # any of them, in order, default all. Logs and JSON go to OUT (default gpu_out/).
 # Usage: scripts/gpu_check.sh [BUNDLE_DIR] [STAGE...]
 set -uo pipefail
@@ -73,6 +73,22 @@ tridiag)
   done
   timeout 90 python3 "$root/scripts/peer_cusparse_gtsv2.py" --size 4096 --batch 4096 --json "$out/json/cusparse.json" 2>&1 \
     | tail -12 | tee -a "$out/summary.txt"
+  ;;
+tune)
+  # sim tune over the block shapes for the shallow-water benchmark (2048², f32) of each
+  # scheme, and lskum at other block widths.
+  log "tune"
+  t=$(mktemp -d)
+  for sc in fbl ctcs cdklm16 kp07; do
+    sed "s/scheme: cdklm16 /scheme: $sc /" "$root/cases/swe_benchmark_2048.yaml" > "$t/$sc.yaml"
+    SIM_CACHE_DIR="$t/cache" timeout 120 "$sim" tune "$t/$sc.yaml" --seconds 0.2 > "$out/tune_$sc.log" 2>&1
+    echo "$sc: $(grep -E '^fastest' "$out/tune_$sc.log" | tr '\n' ' ')" | tee -a "$out/summary.txt"
+  done
+  for fb in "fused 128" "split 256" "fused 64"; do
+    set -- $fb
+    timeout 60 "$sim" bench lskum --backend cuda --size 1000000 --flux $1 --block $2,1 --seconds 1 --json \
+      > "$out/json/lskum_$1_$2.json" 2>> "$out/bench.err" || echo "failed: lskum $1 $2" >> "$out/summary.txt"
+  done
   ;;
 sanitize)
   # compute-sanitizer over short runs of every kernel file: memcheck (out-of-bounds and

@@ -97,7 +97,8 @@ fn device_figures<T: Real>(o: &BenchOptions, gpu: &std::sync::Arc<Gpu>, solver: 
     v["device"] = gpu.name.clone().into();
     v["timing"] = "cuda events".into();
     let (bytes, copy_bw) = ((2 * elements * o.precision.bytes()) as f64, v["copy"]["bw_GBps"].as_f64().unwrap_or(0.0));
-    let bx = crate::cuda::DEFAULT_BLOCK[0];
+    // Threads per block of the one-dimensional launches (`--block BX,1`).
+    let bx = o.gpu.block()[0];
     // Time `solve`, then solve `init` once more and compare with `cpu` solving it.
     let mut measure = |solve: &mut dyn FnMut(&mut cudarc::driver::CudaSlice<T>) -> Result<()>, cpu: &dyn Fn(&mut [T])| -> Result<serde_json::Value> {
         let timed = crate::bench::time_device(&stream, o.seconds, || solve(&mut d))?;

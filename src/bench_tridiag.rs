@@ -85,6 +85,11 @@ fn header(o: &BenchOptions, solver: &str, size: usize, batch: usize, copy: (u64,
 /// on the CPU; then each path once more from the original right-hand sides, compared bit
 /// for bit with the CPU's solve (the kernels evaluate the same expressions in the same order).
 fn device_figures<T: Real>(o: &BenchOptions, gpu: &std::sync::Arc<Gpu>, solver: &str, size: usize, batch: usize) -> Result<serde_json::Value> {
+    // Threads per block of the one-dimensional launches (`--block BX,1`).
+    let [bx, by] = o.gpu.block();
+    if by != 1 {
+        return input(format!("--block {bx},{by}: the tridiagonal kernels are one-dimensional (one thread per system or partition); give {bx},1"));
+    }
     let elements = size * batch;
     let a = matrix::<T>(size, T::one());
     let init: Vec<T> = (0..elements).into_par_iter().map(|k| T::of(1.0 + (k % 7) as f64 * 0.1)).collect();
@@ -97,8 +102,6 @@ fn device_figures<T: Real>(o: &BenchOptions, gpu: &std::sync::Arc<Gpu>, solver: 
     v["device"] = gpu.name.clone().into();
     v["timing"] = "cuda events".into();
     let (bytes, copy_bw) = ((2 * elements * o.precision.bytes()) as f64, v["copy"]["bw_GBps"].as_f64().unwrap_or(0.0));
-    // Threads per block of the one-dimensional launches (`--block BX,1`).
-    let bx = o.gpu.block()[0];
     // Time `solve`, then solve `init` once more and compare with `cpu` solving it.
     let mut measure = |solve: &mut dyn FnMut(&mut cudarc::driver::CudaSlice<T>) -> Result<()>, cpu: &dyn Fn(&mut [T])| -> Result<serde_json::Value> {
         let timed = crate::bench::time_device(&stream, o.seconds, || solve(&mut d))?;

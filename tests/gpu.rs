@@ -224,6 +224,7 @@ fn bench_tridiag_solves_on_the_device_as_on_the_cpu() {
             assert!(v[p]["fallback"].as_str().unwrap().contains("too weak to truncate"), "{args:?} {p}: {v}");
         }
     }
+    exit2(&sim_cuda(&dir, &["bench", "tridiag", "--backend", "cuda", "--size", "37", "--block", "64,2"]), &["one-dimensional"]);
     std::fs::remove_dir_all(dir).unwrap();
 }
 

@@ -62,11 +62,15 @@ pub fn bench(o: &BenchOptions, device: &Device) -> Result<serde_json::Value> {
     }
 }
 
-/// The figures of one solve timed at `t` seconds, against COPY's bandwidth.
-fn figure(bytes: f64, elements: usize, batch: usize, copy_bw: f64, (iters, t): (u64, f64)) -> serde_json::Value {
+/// The figures of one solve of the bench `v` (its [`header`]) timed at `t` seconds per solve,
+/// against its COPY's bandwidth.
+fn figure(v: &serde_json::Value, (iters, t): (u64, f64)) -> serde_json::Value {
+    let f = |x: &serde_json::Value| x.as_f64().unwrap_or(0.0);
+    let (elements, batch, copy_bw) = (f(&v["elements"]), f(&v["batch"]), f(&v["copy"]["bw_GBps"]));
+    let bytes = f(&v["bytes_per_solve"]);
     serde_json::json!({
-        "iterations": iters, "time_per_solve_s": t, "unknowns_per_s": elements as f64 / t,
-        "systems_per_s": batch as f64 / t, "bw_eff_GBps": bytes / t / 1e9, "fraction_of_copy": bytes / t / 1e9 / copy_bw,
+        "iterations": iters, "time_per_solve_s": t, "unknowns_per_s": elements / t,
+        "systems_per_s": batch / t, "bw_eff_GBps": bytes / t / 1e9, "fraction_of_copy": bytes / t / 1e9 / copy_bw,
     })
 }
 
@@ -76,7 +80,7 @@ fn header(o: &BenchOptions, solver: &str, size: usize, batch: usize, copy: (u64,
     let bytes = (2 * elements * o.precision.bytes()) as f64;
     serde_json::json!({
         "name": "tridiag", "solver": solver, "precision": o.precision.name(), "size": size, "batch": batch,
-        "elements": elements, "unit": "GB/s (1e9 bytes/s)",
+        "elements": elements, "bytes_per_solve": bytes, "unit": "GB/s (1e9 bytes/s)",
         "copy": { "elements": elements, "iterations": copy.0, "time_per_step_s": copy.1, "bw_GBps": bytes / copy.1 / 1e9 },
     })
 }
@@ -101,11 +105,11 @@ fn device_figures<T: Real>(o: &BenchOptions, gpu: &std::sync::Arc<Gpu>, solver: 
     v["backend"] = "cuda".into();
     v["device"] = gpu.name.clone().into();
     v["timing"] = "cuda events".into();
-    let (bytes, copy_bw) = ((2 * elements * o.precision.bytes()) as f64, v["copy"]["bw_GBps"].as_f64().unwrap_or(0.0));
+    let head = v.clone();
     // Time `solve`, then solve `init` once more and compare with `cpu` solving it.
     let mut measure = |solve: &mut dyn FnMut(&mut cudarc::driver::CudaSlice<T>) -> Result<()>, cpu: &dyn Fn(&mut [T])| -> Result<serde_json::Value> {
         let timed = crate::bench::time_device(&stream, o.seconds, || solve(&mut d))?;
-        let mut f = figure(bytes, elements, batch, copy_bw, timed);
+        let mut f = figure(&head, timed);
         stream.memcpy_htod(&init, &mut d).map_err(driver_err("upload"))?;
         solve(&mut d)?;
         let on_device = stream.clone_dtoh(&d).map_err(driver_err("download"))?;
@@ -172,12 +176,10 @@ fn figures<T: Real>(o: &BenchOptions, solver: &str, size: usize, batch: usize) -
     let mut v = header(o, solver, size, batch, copy);
     v["backend"] = "cpu".into();
     v["threads"] = rayon::current_num_threads().into();
-    let (bytes, copy_bw) = ((2 * elements * o.precision.bytes()) as f64, v["copy"]["bw_GBps"].as_f64().unwrap_or(0.0));
-    let figure = |timed| figure(bytes, elements, batch, copy_bw, timed);
     let thomas = Thomas::new(&a)?;
     if solver == "thomas" {
-        v["interleaved"] = figure(time_loop(o.seconds, || thomas.solve_interleaved(&mut d, batch)));
-        v["contiguous"] = figure(time_loop(o.seconds, || thomas.solve_batch(&mut d)));
+        v["interleaved"] = figure(&v, time_loop(o.seconds, || thomas.solve_interleaved(&mut d, batch)));
+        v["contiguous"] = figure(&v, time_loop(o.seconds, || thomas.solve_batch(&mut d)));
     } else {
         let partitions = size.div_ceil(SPIKE_ROWS);
         let plan = SpikePlan::plan(&a, partitions)?;
@@ -185,8 +187,8 @@ fn figures<T: Real>(o: &BenchOptions, solver: &str, size: usize, batch: usize) -
         if let Some(reason) = plan.fallback_reason() {
             v["fallback"] = reason.into();
         }
-        v["spike"] = figure(time_loop(o.seconds, || plan.solve(&mut d)));
-        v["thomas_sequential"] = figure(time_loop(o.seconds, || thomas.solve(&mut d)));
+        v["spike"] = figure(&v, time_loop(o.seconds, || plan.solve(&mut d)));
+        v["thomas_sequential"] = figure(&v, time_loop(o.seconds, || thomas.solve(&mut d)));
     }
     Ok(v)
 }

@@ -95,8 +95,7 @@ struct Function {
     std::string name;
     std::vector<std::size_t> params;  // sizes, from the cubin
     const sim_emu::Kernel* kernel;
-    int registers;    // per thread, from the cubin
-    int max_threads;  // per block, as the registers allow
+    int registers;  // per thread, from the cubin
     int max_dynamic_shared = DEFAULT_SHARED;
 };
 
@@ -194,7 +193,7 @@ CUresult emulations(const std::map<std::string, CubinKernel>& kernels, Module& m
     }
     for (auto& [name, cubin] : kernels)
         m.functions.push_back(std::make_unique<Function>(Function{name, cubin.params, sim_emu::find(name, fits[0]),
-                                                                  cubin.registers, max_threads_for(cubin.registers)}));
+                                                                  cubin.registers}));
     return SUCCESS;
 }
 
@@ -368,7 +367,7 @@ API CUresult cuModuleGetFunction(void** f, void* module, const char* name) {
 API CUresult cuFuncGetAttribute(int* v, int attr, void* f) {
     auto* fn = (Function*)f;
     switch (attr) {
-        case 0: *v = fn->max_threads; return SUCCESS;            // MAX_THREADS_PER_BLOCK
+        case 0: *v = max_threads_for(fn->registers); return SUCCESS;  // MAX_THREADS_PER_BLOCK
         case 1: *v = 0; return SUCCESS;                          // SHARED_SIZE_BYTES (static)
         case 4: *v = fn->registers; return SUCCESS;              // NUM_REGS
         case 8: *v = fn->max_dynamic_shared; return SUCCESS;     // MAX_DYNAMIC_SHARED_SIZE_BYTES
@@ -393,7 +392,8 @@ API CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsi
         if (block[d] == 0 || (int)block[d] > MAX_BLOCK[d] || grid[d] == 0 || grid[d] > MAX_GRID[d]) return INVALID_VALUE;
     if ((unsigned long long)bx * by * bz > (unsigned long long)MAX_THREADS) return INVALID_VALUE;
     if ((int)shared > fn->max_dynamic_shared) return INVALID_VALUE;
-    if ((unsigned long long)bx * by * bz > (unsigned long long)fn->max_threads) return LAUNCH_OUT_OF_RESOURCES;
+    if ((unsigned long long)bx * by * bz > (unsigned long long)max_threads_for(fn->registers))
+        return LAUNCH_OUT_OF_RESOURCES;
     if (extra) return complain(NOT_SUPPORTED, "%s: launch arguments through `extra` are not emulated", fn->name);
     if (!params && !fn->params.empty()) return INVALID_VALUE;
     std::lock_guard<std::mutex> g(lock);

@@ -135,23 +135,15 @@ impl<T: Real> CudaImplicit<T> {
         let x = Factors::along_x(self.nx, r, self.solver, self.partitions)?;
         self.fallback = x.fallback().map(str::to_string);
         self.x = Some(match &x {
-            Factors::Thomas(t) => DeviceX::Thomas(self.upload_thomas(t)?),
+            Factors::Thomas(t) => DeviceX::Thomas(DeviceThomas::upload(&self.field.stream, t)?),
             Factors::Spike(plan) => match plan.thomas() {
-                Some(t) => DeviceX::Thomas(self.upload_thomas(t)?),
-                None => DeviceX::Spike(Box::new(self.upload_spike(plan)?)),
+                Some(t) => DeviceX::Thomas(DeviceThomas::upload(&self.field.stream, t)?),
+                None => DeviceX::Spike(Box::new(DeviceSpike::upload(&self.field.stream, plan, 1)?)),
             },
         });
-        self.y = if self.ny > 1 { Some(self.upload_thomas(&Thomas::new(&implicit::matrix(self.ny - 2, r))?)?) } else { None };
+        self.y = if self.ny > 1 { Some(DeviceThomas::upload(&self.field.stream, &Thomas::new(&implicit::matrix(self.ny - 2, r))?)?) } else { None };
         self.r = Some(r);
         Ok(())
-    }
-
-    fn upload_thomas(&self, t: &Thomas<T>) -> Result<DeviceThomas<T>> {
-        DeviceThomas::upload(&self.field.stream, t)
-    }
-
-    fn upload_spike(&self, plan: &SpikePlan<T>) -> Result<DeviceSpike<T>> {
-        DeviceSpike::upload(&self.field.stream, plan, 1)
     }
 
     fn func(&self, k: TridiagKernel) -> CudaFunction {

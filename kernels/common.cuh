@@ -10,8 +10,15 @@ __device__ __forceinline__ long long node(int i, int j, int nx) {
     return (long long)j * nx + i;
 }
 
-// COPY, the bandwidth reference: dst = src.
+// COPY, the bandwidth reference: dst = src, COPY_PER_THREAD elements per thread, a block
+// apart (coalesced), all loaded before any is stored: one f32 per thread keeps too few bytes
+// in flight to reach the memory's bandwidth (on an H200 60 % of cudaMemcpy's).
+#define COPY_PER_THREAD 4
 extern "C" __global__ void copy1d(const real* __restrict__ src, real* __restrict__ dst, long long n) {
-    long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (k < n) dst[k] = src[k];
+    long long k = (long long)blockIdx.x * blockDim.x * COPY_PER_THREAD + threadIdx.x;
+    real x[COPY_PER_THREAD];
+    for (int j = 0; j < COPY_PER_THREAD; ++j)
+        if (k + j * blockDim.x < n) x[j] = src[k + j * blockDim.x];
+    for (int j = 0; j < COPY_PER_THREAD; ++j)
+        if (k + j * blockDim.x < n) dst[k + j * blockDim.x] = x[j];
 }

@@ -154,3 +154,105 @@ extern "C" __global__ void spike_corrections(real* __restrict__ d, long long fir
     else
         spike_correct(x, width, me[1] - me[0], q, p, me, xt, xb, v, w);
 }
+
+// (1)-(3) in one pass, for systems whose partitions all have at most R rows: a block holds
+// every partition of `systems` neighbouring systems (blockDim.x = p * systems; thread
+// (l, q) = (threadIdx.x % systems, threadIdx.x / systems) takes partition q of system
+// blockIdx.x * systems + l). Each thread keeps its partition's rows in registers, so the
+// right-hand sides are read once and the solutions written once; the partitions' end values
+// F^t, F^b meet in shared memory (2 p systems reals), where each thread solves the 2 x 2
+// systems of its own two interfaces (the expressions of spike_interfaces) for its corrections.
+// `systems` reals of one row span 32 bytes where possible (a full memory sector).
+template <int R>
+__device__ __forceinline__ void spike_fused_body(real* __restrict__ d, long long first, int p, int width, int systems, const int* __restrict__ meta,
+                                                 const real* __restrict__ lower, const real* __restrict__ inv, const real* __restrict__ up,
+                                                 const real* __restrict__ v, const real* __restrict__ w) {
+    extern __shared__ unsigned char smem[];
+    real* ft = (real*)smem;       // F^t of partition q, system l: ft[q systems + l]
+    real* fb = ft + p * systems;  // F^b
+    int l = threadIdx.x % systems, q = threadIdx.x / systems;
+    int s = blockIdx.x * systems + l;
+    bool live = s < width;
+    const int* me = meta + 8 * q;
+    int m = me[1] - me[0], k = me[2];
+    const real *lo = lower + me[3], *iv = inv + me[3], *u = up + me[3];
+    real* x = d + first + (long long)me[0] * width + s;
+    real r[R], last;
+    if (live) {
+#pragma unroll
+        for (int i = 0; i < R; ++i)
+            if (i < m) r[i] = x[(long long)i * width];
+        // (1) Thomas::solve's sweeps (thomas_sweeps) on the registers.
+        // The rows from k on share the tail's factors: loaded once, not per row.
+        const real lt = lo[k], it = iv[k], ut = u[k];
+        r[0] = r[0] * iv[0];
+        // F^b, which the backward sweep leaves as it is (kept apart: r[m - 1] would index
+        // the registers at run time and move them to local memory).
+        last = r[0];
+#pragma unroll
+        for (int i = 1; i < R; ++i) {
+            if (i < m) {
+                r[i] = (r[i] - (i < k ? lo[i] : lt) * r[i - 1]) * (i < k ? iv[i] : it);
+                last = r[i];
+            }
+        }
+#pragma unroll
+        for (int i = R - 2; i >= 0; --i)
+            if (i < m - 1) r[i] = r[i] - (i < k ? u[i] : ut) * r[i + 1];
+        ft[q * systems + l] = r[0];
+        fb[q * systems + l] = last;
+    }
+    __syncthreads();
+    if (!live) return;
+    // (2) x_{q+1}^t and x_{q-1}^b: top[q + 1] and bottom[q - 1] of spike_interfaces.
+    real xt = (real)0, xb = (real)0;
+    if (q + 1 < p) {
+        const int* next = me + 8;
+        real f_b = fb[q * systems + l], f_t = ft[(q + 1) * systems + l];
+        real vb = me[5] > 0 ? v[me[4] + me[5] - 1] : (real)0;
+        real wt = next[7] > 0 ? w[next[6]] : (real)0;
+        real det = (real)1 - vb * wt;
+        xt = (f_t - wt * f_b) / det;
+    }
+    if (q > 0) {
+        const int* prev = me - 8;
+        real f_b = fb[(q - 1) * systems + l], f_t = ft[q * systems + l];
+        real vb = prev[5] > 0 ? v[prev[4] + prev[5] - 1] : (real)0;
+        real wt = me[7] > 0 ? w[me[6]] : (real)0;
+        real det = (real)1 - vb * wt;
+        xb = (f_b - vb * f_t) / det;
+    }
+    // (3) spike_correct on the registers, V's before W's in each row.
+    const real *vq = v + me[4], *wq = w + me[6];
+    int vfrom = q + 1 < p ? m - me[5] : m, wto = q > 0 ? me[7] : 0;
+#pragma unroll
+    for (int i = 0; i < R; ++i) {
+        if (i < m) {
+            if (i >= vfrom) r[i] = r[i] - vq[i - vfrom] * xt;
+            if (i < wto) r[i] = r[i] - wq[i] * xb;
+            x[(long long)i * width] = r[i];
+        }
+    }
+}
+
+// Threads per block whose rows fill half the register file (128 KiB): the block of a
+// 4096-row system, 8 (f32) or 4 (f64) systems, so that ptxas leaves the rest for the factors.
+#define SPIKE_FUSED_THREADS(R) (131072 / ((R) * (int)sizeof(real)))
+
+extern "C" __global__ void __launch_bounds__(SPIKE_FUSED_THREADS(32)) spike_fused32(real* __restrict__ d, long long first, int p, int width, int systems, const int* __restrict__ meta,
+                                         const real* __restrict__ lower, const real* __restrict__ inv, const real* __restrict__ up,
+                                         const real* __restrict__ v, const real* __restrict__ w) {
+    spike_fused_body<32>(d, first, p, width, systems, meta, lower, inv, up, v, w);
+}
+
+extern "C" __global__ void __launch_bounds__(SPIKE_FUSED_THREADS(64)) spike_fused64(real* __restrict__ d, long long first, int p, int width, int systems, const int* __restrict__ meta,
+                                         const real* __restrict__ lower, const real* __restrict__ inv, const real* __restrict__ up,
+                                         const real* __restrict__ v, const real* __restrict__ w) {
+    spike_fused_body<64>(d, first, p, width, systems, meta, lower, inv, up, v, w);
+}
+
+extern "C" __global__ void __launch_bounds__(SPIKE_FUSED_THREADS(128)) spike_fused128(real* __restrict__ d, long long first, int p, int width, int systems, const int* __restrict__ meta,
+                                                                                     const real* __restrict__ lower, const real* __restrict__ inv, const real* __restrict__ up,
+                                                                                     const real* __restrict__ v, const real* __restrict__ w) {
+    spike_fused_body<128>(d, first, p, width, systems, meta, lower, inv, up, v, w);
+}

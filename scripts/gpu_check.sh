@@ -5,7 +5,8 @@
 # (shallow water), lskum, tridiag (sim's solvers and the cuSPARSE peer, which needs CuPy),
 # tune (block shapes), sanitize (compute-sanitizer over short runs);
 # any of them, in order, default all. Logs and JSON go to OUT (default gpu_out/).
-# Usage: scripts/gpu_check.sh [BUNDLE_DIR] [STAGE...]
+# Usage: scripts/gpu_check.sh [BUNDLE_DIR] [STAGE...]; GPU_TESTS names the test binaries of
+# the tests stage (default all five).
 set -uo pipefail
 bundle=$(realpath "${1:-.gpu}"); shift || true
 stages=${*:-env tests bench sw lskum tridiag sanitize}
@@ -32,7 +33,7 @@ env)
   "$sim" info 2>&1 | tee -a "$out/summary.txt"
   ;;
 tests)
-  for t in gpu gpu_lskum gpu_shallow_water_fd gpu_shallow_water_fv cli; do
+  for t in ${GPU_TESTS:-gpu gpu_lskum gpu_shallow_water_fd gpu_shallow_water_fv cli}; do
     filter=""; [ "$t" = cli ] && filter=cuda
     start=$(date +%s)
     timeout 150 "$x/bin/$t" $filter > "$out/test_$t.log" 2>&1
@@ -73,6 +74,14 @@ tridiag)
   done
   timeout 90 python3 "$root/scripts/peer_cusparse_gtsv2.py" --size 4096 --batch 4096 --json "$out/json/cusparse.json" 2>&1 \
     | tail -12 | tee -a "$out/summary.txt"
+  # The one-pass SPIKE kernels (registers and shared memory) under compute-sanitizer.
+  cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  for tool in memcheck racecheck; do for p in f32 f64; do
+    timeout 120 "$cs" --tool $tool --error-exitcode 9 "$sim" bench tridiag --backend cuda --precision $p --size 300 --batch 41 \
+      --seconds 0.01 > "$out/san.log.tmp" 2>&1
+    echo "$tool bench tridiag $p: rc $? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|error:' "$out/san.log.tmp" | tail -1)" | tee -a "$out/summary.txt"
+  done; done
+  rm -f "$out/san.log.tmp"
   ;;
 tune)
   # sim tune over the block shapes for the shallow-water benchmark (2048², f32) of each

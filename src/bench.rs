@@ -318,7 +318,8 @@ fn cuda_copy<T: Real>(gpu: &Gpu, n: usize, seconds: f64) -> Result<(u64, f64)> {
     let copy_fn = kernels.get(crate::cuda::HeatKernel::Copy1d);
     let src = gpu.stream.clone_htod(&init).map_err(err("upload"))?;
     let mut dst = gpu.stream.alloc_zeros::<T>(n).map_err(err("alloc"))?;
-    let cfg = LaunchConfig { grid_dim: ((n as u32).div_ceil(512), 1, 1), block_dim: (512, 1, 1), shared_mem_bytes: 0 };
+    // copy1d copies 4 elements per thread (COPY_PER_THREAD).
+    let cfg = LaunchConfig { grid_dim: ((n as u32).div_ceil(512 * 4), 1, 1), block_dim: (512, 1, 1), shared_mem_bytes: 0 };
     let n64 = n as i64;
     let mut launch = || -> Result<()> {
         let mut b = gpu.stream.launch_builder(&copy_fn);
@@ -340,7 +341,11 @@ fn cuda_copy<T: Real>(gpu: &Gpu, n: usize, seconds: f64) -> Result<(u64, f64)> {
         sync()?;
         iters += 10;
     }
-    Ok((iters, start.elapsed().as_secs_f64() / iters as f64))
+    let t = start.elapsed().as_secs_f64() / iters as f64;
+    if gpu.stream.clone_dtoh(&dst).map_err(err("download"))? != init {
+        return Err(crate::SimError::Run("COPY: copy1d did not copy its source".into()));
+    }
+    Ok((iters, t))
 }
 
 /// Calls of `f` (each queueing work on `stream`) timed by CUDA events in batches of 10 after

@@ -37,9 +37,10 @@ pub const SPIKE_ROWS: usize = 1 << 15;
 pub const GPU_SPIKE_ROWS: usize = 1 << 9;
 
 /// Partition lengths of truncated SPIKE on the batched systems on a device (interleaved, one
-/// thread per partition of each system): short partitions keep a thread's rows in the L1
-/// cache between its sweeps; the spike windows of the corrections cover more of them.
-pub const GPU_BATCH_SPIKE_ROWS: [usize; 3] = [16, 32, 64];
+/// thread per partition of each system): up to 128 rows (f64: 64) a thread holds its
+/// partition in registers and one kernel solves (`spike_fused*`); longer partitions take
+/// three kernels.
+pub const GPU_BATCH_SPIKE_ROWS: [usize; 4] = [16, 32, 64, 128];
 
 pub fn bench(o: &BenchOptions, device: &Device) -> Result<serde_json::Value> {
     let solver = o.solver.as_deref().unwrap_or("thomas");
@@ -134,9 +135,15 @@ fn device_figures<T: Real>(o: &BenchOptions, gpu: &std::sync::Arc<Gpu>, solver: 
                 v[&key] = serde_json::json!({ "fallback": reason });
                 continue;
             }
-            let mut s = DeviceSpike::upload(&stream, &plan, batch)?;
+            let mut s = DeviceSpike::upload(&kernels, &stream, &plan, batch)?;
             v[&key] = measure(&mut |d| s.solve(&kernels, &stream, d, 0, bx), &|h| solve_columns(&plan, h, size, batch))?;
             v[&key]["partitions"] = plan.partitions().into();
+            v[&key]["kernels"] = if s.is_fused() { "fused" } else { "staged" }.into();
+            if s.is_fused() {
+                let staged = format!("{key}_staged");
+                v[&staged] = measure(&mut |d| s.solve_staged(&kernels, &stream, d, 0, bx), &|h| solve_columns(&plan, h, size, batch))?;
+                v[&staged]["partitions"] = plan.partitions().into();
+            }
         }
     } else {
         let plan = SpikePlan::plan(&a, size.div_ceil(GPU_SPIKE_ROWS))?;
@@ -151,7 +158,7 @@ fn device_figures<T: Real>(o: &BenchOptions, gpu: &std::sync::Arc<Gpu>, solver: 
                 measure(&mut |d| dt.solve_rows(&kernels, &stream, d, (0, 0), size, 1, bx), &|h| t.solve(h))?
             }
             None => {
-                let mut s = DeviceSpike::upload(&stream, &plan, 1)?;
+                let mut s = DeviceSpike::upload(&kernels, &stream, &plan, 1)?;
                 measure(&mut |d| s.solve(&kernels, &stream, d, 0, bx), &|h| plan.solve(h))?
             }
         };

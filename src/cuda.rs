@@ -97,6 +97,9 @@ kernel_handles! {
         SpikeLocal = "spike_local",
         SpikeInterfaces = "spike_interfaces",
         SpikeCorrections = "spike_corrections",
+        SpikeFused32 = "spike_fused32",
+        SpikeFused64 = "spike_fused64",
+        SpikeFused128 = "spike_fused128",
     }
 }
 

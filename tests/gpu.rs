@@ -206,9 +206,13 @@ fn info_and_bench_report_the_device() {
 fn bench_tridiag_solves_on_the_device_as_on_the_cpu() {
     let Some(c) = cuda() else { return };
     let dir = scratch("gpu_bench_tridiag");
+    let (f32_batch, f64_batch) = (
+        ["interleaved", "contiguous", "interleaved_spike_16", "interleaved_spike_16_staged", "interleaved_spike_64", "interleaved_spike_128"],
+        ["interleaved", "contiguous", "interleaved_spike_32", "interleaved_spike_32_staged", "interleaved_spike_64"],
+    );
     for (args, paths, fallback) in [
-        (&["--size", "37", "--batch", "41", "--precision", "f32"][..], &["interleaved", "contiguous", "interleaved_spike_16"][..], None),
-        (&["--size", "200", "--batch", "41"][..], &["interleaved", "contiguous", "interleaved_spike_64"][..], Some("interleaved_spike_16")),
+        (&["--size", "300", "--batch", "41", "--precision", "f32"][..], &f32_batch[..], None),
+        (&["--size", "200", "--batch", "41"][..], &f64_batch[..], Some("interleaved_spike_16")),
         (&["--solver", "spike", "--size", "5000", "--precision", "f32"][..], &["spike"][..], None),
         (&["--solver", "spike", "--size", "5000"][..], &["spike"][..], None),
     ] {
@@ -224,6 +228,18 @@ fn bench_tridiag_solves_on_the_device_as_on_the_cpu() {
             assert!(v[p]["fallback"].as_str().unwrap().contains("too weak to truncate"), "{args:?} {p}: {v}");
         }
     }
+    // Partitions in registers run in one pass: f32 up to 128 rows (75 here), f64 up to 64 (33-34
+    // here, not 66-67); longer ones in three kernels.
+    let kernels = |args: &[&str], key: &str| {
+        let mut a = vec!["bench", "tridiag", "--backend", "cuda", "--seconds", "0.01", "--json", "--batch", "41"];
+        a.extend(args);
+        let v: serde_json::Value = serde_json::from_slice(&ok(sim_cuda(&dir, &a)).stdout).unwrap();
+        v[key]["kernels"].as_str().map(str::to_string)
+    };
+    assert_eq!(kernels(&["--size", "300", "--precision", "f32"], "interleaved_spike_64").as_deref(), Some("fused"));
+    assert_eq!(kernels(&["--size", "300", "--precision", "f32"], "interleaved_spike_128").as_deref(), Some("staged"));
+    assert_eq!(kernels(&["--size", "200"], "interleaved_spike_32").as_deref(), Some("fused"));
+    assert_eq!(kernels(&["--size", "200"], "interleaved_spike_64").as_deref(), Some("staged"));
     exit2(&sim_cuda(&dir, &["bench", "tridiag", "--backend", "cuda", "--size", "37", "--block", "64,2"]), &["one-dimensional"]);
     std::fs::remove_dir_all(dir).unwrap();
 }

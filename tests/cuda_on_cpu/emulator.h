@@ -32,6 +32,7 @@ extern "C" unsigned char smem[SMEM_BYTES];
 #define __device__
 #define __forceinline__ inline
 #define __shared__
+#define __launch_bounds__(...)
 
 namespace sim_emu {
 

@@ -37,6 +37,9 @@ pub struct BenchOptions {
     pub batch: Option<usize>,
     /// `tridiag`: `thomas` or `spike`.
     pub solver: Option<String>,
+    /// `tridiag` on a device: shares of the batch to solve on the CPU while the device
+    /// solves the rest.
+    pub cpu_share: Option<Vec<f64>>,
     /// `lskum`: the order the solver holds the points in (default: the case default).
     pub renumber: Option<crate::solvers::lskum::Renumber>,
     /// Sample the GPU's power draw with nvidia-smi while the solver runs.
@@ -51,8 +54,8 @@ pub fn names() -> Vec<&'static str> {
 /// Run a benchmark and return its figures as JSON.
 pub fn bench(o: &BenchOptions) -> Result<serde_json::Value> {
     let tridiag = o.name == "tridiag";
-    if !tridiag && (o.batch.is_some() || o.solver.is_some()) {
-        return input("--batch and --solver belong to sim bench tridiag");
+    if !tridiag && (o.batch.is_some() || o.solver.is_some() || o.cpu_share.is_some()) {
+        return input("--batch, --solver and --cpu-share belong to sim bench tridiag");
     }
     if o.renumber.is_some() && o.name != "lskum" {
         return input("--renumber belongs to sim bench lskum");

@@ -20,7 +20,7 @@
 use rayon::prelude::*;
 
 use crate::bench::{BenchOptions, time_loop};
-use crate::cuda::{Gpu, TridiagKernel, driver_err};
+use crate::cuda::{Gpu, Kernels, TridiagKernel, driver_err};
 use crate::error::{Result, input};
 use crate::numerics::tridiag::{SpikePlan, Thomas};
 use crate::real::{Precision, Real};
@@ -42,6 +42,10 @@ pub const GPU_SPIKE_ROWS: usize = 1 << 9;
 /// three kernels.
 pub const GPU_BATCH_SPIKE_ROWS: [usize; 4] = [16, 32, 64, 128];
 
+/// SPIKE partition length of the device's part of a split batch (`--cpu-share`): the fastest
+/// of GPU_BATCH_SPIKE_ROWS on an H100 in f32 and f64.
+const GPU_HETERO_ROWS: usize = 32;
+
 pub fn bench(o: &BenchOptions, device: &Device) -> Result<serde_json::Value> {
     let solver = o.solver.as_deref().unwrap_or("thomas");
     let (size, batch) = match solver {
@@ -50,6 +54,14 @@ pub fn bench(o: &BenchOptions, device: &Device) -> Result<serde_json::Value> {
         "spike" => (o.size.unwrap_or(1 << 27), 1),
         s => return input(format!("--solver {s}: thomas or spike")),
     };
+    if let Some(shares) = &o.cpu_share {
+        if !matches!(device, Device::Cuda(..)) || solver != "thomas" {
+            return input("--cpu-share: splits a batch (--solver thomas) between the CPU and a device (--backend cuda)");
+        }
+        if let Some(f) = shares.iter().find(|f| !(0.0..=1.0).contains(*f)) {
+            return input(format!("--cpu-share {f}: give shares from 0 to 1"));
+        }
+    }
     if size < 3 || batch == 0 {
         return input(format!("--size {size} --batch {batch}: at least 3 unknowns and 1 system"));
     }
@@ -145,6 +157,14 @@ fn device_figures<T: Real>(o: &BenchOptions, gpu: &std::sync::Arc<Gpu>, solver: 
                 v[&staged]["partitions"] = plan.partitions().into();
             }
         }
+        if let Some(shares) = &o.cpu_share {
+            let mut shares: Vec<f64> = [0.0, 1.0].iter().chain(shares).copied().collect();
+            shares.sort_by(f64::total_cmp);
+            shares.dedup();
+            for share in shares {
+                v[&format!("split_cpu_{share}")] = split(o, &head, &kernels, &stream, &a, (size, batch), &init, share)?;
+            }
+        }
     } else {
         let plan = SpikePlan::plan(&a, size.div_ceil(GPU_SPIKE_ROWS))?;
         v["partitions"] = plan.partitions().into();
@@ -164,6 +184,104 @@ fn device_figures<T: Real>(o: &BenchOptions, gpu: &std::sync::Arc<Gpu>, solver: 
         };
     }
     Ok(v)
+}
+
+/// The batch solved from host memory, `share` of its systems by the CPU while the device
+/// solves the rest (the heterogeneous split): each part an interleaved batch of its own in
+/// host memory (the device's page-locked); the CPU solves its part by Thomas (its fastest
+/// batched solver) while a second thread uploads the device's part, solves it (batched SPIKE on 32-row partitions, the
+/// device's fastest, or Thomas where SPIKE falls back) and downloads it. Timed by the wall
+/// clock until both parts are done; `bitwise_cpu` compares the device's part with the CPU
+/// running the same algorithm.
+#[allow(clippy::too_many_arguments)]
+fn split<T: Real>(
+    o: &BenchOptions,
+    head: &serde_json::Value,
+    kernels: &Kernels<TridiagKernel>,
+    stream: &std::sync::Arc<cudarc::driver::CudaStream>,
+    a: &crate::numerics::tridiag::Tridiagonal<T>,
+    (size, batch): (usize, usize),
+    init: &[T],
+    share: f64,
+) -> Result<serde_json::Value> {
+    let on_cpu = ((share * batch as f64).round() as usize).min(batch);
+    let on_gpu = batch - on_cpu;
+    // Each part's own interleaved batch, from the columns of `init`.
+    let part = |c0: usize, c1: usize| -> Vec<T> { (0..size * (c1 - c0)).map(|k| init[(k / (c1 - c0)) * batch + c0 + k % (c1 - c0)]).collect() };
+    let (cpu_init, gpu_init) = (part(0, on_cpu), part(on_cpu, batch));
+    let mut host_cpu = cpu_init.clone();
+    // The device's part in page-locked memory (cached, not write-combined: the host reads it
+    // back), which the copies need to run at the link's speed.
+    // SAFETY: filled from gpu_init before any use.
+    let mut host_gpu = unsafe { stream.context().alloc_pinned_with_flags::<T>(gpu_init.len().max(1), 0) }.map_err(driver_err("page-locked allocation"))?;
+    let fill = |h: &mut cudarc::driver::PinnedHostSlice<T>| -> Result<()> {
+        h.as_mut_slice().map_err(driver_err("page-locked memory"))?[..gpu_init.len()].copy_from_slice(&gpu_init);
+        Ok(())
+    };
+    fill(&mut host_gpu)?;
+    let thomas = Thomas::new(a)?;
+    let plan = SpikePlan::plan(a, (size / GPU_HETERO_ROWS).max(1))?;
+    let mut device = match on_gpu {
+        0 => None,
+        _ => Some(match plan.thomas() {
+            Some(_) => DeviceSolver::Thomas(DeviceThomas::upload(stream, &thomas)?),
+            None => DeviceSolver::Spike(Box::new(DeviceSpike::upload(kernels, stream, &plan, on_gpu)?)),
+        }),
+    };
+    let mut on_device = stream.alloc_zeros::<T>(size * on_gpu.max(1)).map_err(driver_err("allocation"))?;
+    let bx = o.gpu.block()[0];
+    let mut solve = |host_cpu: &mut [T], host_gpu: &mut cudarc::driver::PinnedHostSlice<T>| -> Result<()> {
+        std::thread::scope(|scope| {
+            let gpu = device.as_mut().map(|solver| {
+                let d = &mut on_device;
+                scope.spawn(move || -> Result<()> {
+                    stream.memcpy_htod(&*host_gpu, d).map_err(driver_err("upload"))?;
+                    match solver {
+                        DeviceSolver::Thomas(t) => t.solve_interleaved(kernels, stream, d, 0, size, on_gpu, bx)?,
+                        DeviceSolver::Spike(s) => s.solve(kernels, stream, d, 0, bx)?,
+                    }
+                    stream.memcpy_dtoh(d, host_gpu).map_err(driver_err("download"))?;
+                    stream.synchronize().map_err(driver_err("synchronize"))
+                })
+            });
+            if on_cpu > 0 {
+                thomas.solve_interleaved(host_cpu, on_cpu);
+            }
+            gpu.map_or(Ok(()), |h| h.join().expect("the device's part of the split does not panic"))
+        })
+    };
+    let mut failed = None;
+    let timed = time_loop(o.seconds, || {
+        if let Err(e) = solve(&mut host_cpu, &mut host_gpu) {
+            failed.get_or_insert(e);
+        }
+    });
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    let mut f = figure(head, timed);
+    host_cpu = cpu_init;
+    fill(&mut host_gpu)?;
+    solve(&mut host_cpu, &mut host_gpu)?;
+    let solved = host_gpu.as_slice().map_err(driver_err("page-locked memory"))?;
+    let mut want = gpu_init.clone();
+    match plan.thomas() {
+        _ if on_gpu == 0 => {}
+        Some(t) => t.solve_interleaved(&mut want, on_gpu),
+        None => solve_columns(&plan, &mut want, size, on_gpu),
+    }
+    f["bitwise_cpu"] = solved.iter().zip(&want).all(|(x, y)| x.f64().to_bits() == y.f64().to_bits()).into();
+    f["cpu_share"] = share.into();
+    f["cpu_systems"] = on_cpu.into();
+    f["gpu_systems"] = on_gpu.into();
+    f["gpu_solver"] = if plan.thomas().is_some() { "thomas" } else { "spike" }.into();
+    Ok(f)
+}
+
+/// The device's solver of its part of a split batch.
+enum DeviceSolver<T> {
+    Thomas(DeviceThomas<T>),
+    Spike(Box<DeviceSpike<T>>),
 }
 
 /// `plan` on each of the `batch` interleaved systems of `d` (the CPU's counterpart of the

@@ -146,6 +146,10 @@ enum Command {
         /// tridiag: thomas (batched systems) or spike (one system).
         #[arg(long)]
         solver: Option<String>,
+        /// tridiag on cuda: also solve the batch from host memory split between the CPU and
+        /// the device, these shares (0 to 1, comma-separated) of the systems on the CPU.
+        #[arg(long, value_delimiter = ',')]
+        cpu_share: Option<Vec<f64>>,
         /// Sample the GPU's power with nvidia-smi while the solver runs (--backend cuda).
         #[arg(long)]
         power: bool,
@@ -225,6 +229,7 @@ fn main() -> ExitCode {
             temporal_block,
             batch,
             solver,
+            cpu_share,
             renumber,
             math,
             power,
@@ -239,7 +244,8 @@ fn main() -> ExitCode {
                     let gpu = GpuOptions { variant, block: block.map(|b| [b[0], b[1]]), fast_math: false, flux };
                     let cpu = sim::cpu::CpuOptions { temporal_block, math };
                     let o = BenchOptions {
-                        backend, gpu, cpu, name, size, scheme, precision, threads, seconds, batch, solver, renumber, power,
+                        backend, gpu, cpu, name, size, scheme, precision, threads, seconds, batch, solver, cpu_share, renumber,
+                        power,
                     };
                     bench::bench(&o).map(|v| {
                         if json {

@@ -244,6 +244,8 @@ fn bench_tridiag_reports_both_layouts_and_spike() {
         (&["--solver", "spike", "--batch", "4"], "--batch"),
         (&["--size", "2"], "--size"),
         (&["--batch", "0"], "--batch 0"),
+        (&["--cpu-share", "0.5"], "--cpu-share"),
+        (&["--cpu-share", "x"], "--cpu-share"),
     ];
     for (args, needle) in bad {
         let o = sim(&dir, &[&["bench", "tridiag", "--seconds", "0.01"][..], args].concat());

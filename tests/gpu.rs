@@ -240,6 +240,17 @@ fn bench_tridiag_solves_on_the_device_as_on_the_cpu() {
     assert_eq!(kernels(&["--size", "300", "--precision", "f32"], "interleaved_spike_128").as_deref(), Some("staged"));
     assert_eq!(kernels(&["--size", "200"], "interleaved_spike_32").as_deref(), Some("fused"));
     assert_eq!(kernels(&["--size", "200"], "interleaved_spike_64").as_deref(), Some("staged"));
+    // The batch split between the host and the device: every share solves every system, the
+    // device's part as the CPU solves it.
+    let a = ["bench", "tridiag", "--backend", "cuda", "--seconds", "0.01", "--json", "--size", "300", "--batch", "41", "--cpu-share", "0.5"];
+    let v: serde_json::Value = serde_json::from_slice(&ok(sim_cuda(&dir, &a)).stdout).unwrap();
+    for (key, cpu) in [("split_cpu_0", 0), ("split_cpu_0.5", 21), ("split_cpu_1", 41)] {
+        let k = &v[key];
+        assert_eq!((k["cpu_systems"].as_u64(), k["gpu_systems"].as_u64()), (Some(cpu), Some(41 - cpu)), "{key}: {v}");
+        assert_eq!((k["bitwise_cpu"].as_bool(), k["gpu_solver"].as_str()), (Some(true), Some("spike")), "{key}: {v}");
+        assert!(k["time_per_solve_s"].as_f64().unwrap() > 0.0, "{key}: {v}");
+    }
+    exit2(&sim_cuda(&dir, &["bench", "tridiag", "--backend", "cuda", "--size", "37", "--cpu-share", "1.5"]), &["--cpu-share 1.5"]);
     exit2(&sim_cuda(&dir, &["bench", "tridiag", "--backend", "cuda", "--size", "37", "--block", "64,2"]), &["one-dimensional"]);
     std::fs::remove_dir_all(dir).unwrap();
 }

@@ -283,6 +283,16 @@ API CUresult cuMemFree_v2(CUdeviceptr p) {
     std::free((void*)p);
     return SUCCESS;
 }
+// Page-locked host memory: plain host memory here (the copies are memcpy either way).
+API CUresult cuMemHostAlloc(void** p, std::size_t n, unsigned) {
+    if (n == 0) return INVALID_VALUE;
+    *p = std::aligned_alloc(256, (n + 255) / 256 * 256);
+    return *p ? SUCCESS : 2;  // CUDA_ERROR_OUT_OF_MEMORY
+}
+API CUresult cuMemFreeHost(void* p) {
+    std::free(p);
+    return SUCCESS;
+}
 API CUresult cuMemAllocAsync(CUdeviceptr* p, std::size_t n, CUstream) { return cuMemAlloc_v2(p, n); }
 API CUresult cuMemFreeAsync(CUdeviceptr p, CUstream) { return cuMemFree_v2(p); }
 API CUresult cuMemGetInfo_v2(std::size_t* free_bytes, std::size_t* total) {

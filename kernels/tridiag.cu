@@ -155,13 +155,71 @@ extern "C" __global__ void spike_corrections(real* __restrict__ d, long long fir
         spike_correct(x, width, me[1] - me[0], q, p, me, xt, xb, v, w);
 }
 
-// (1)-(3) in one pass, for systems whose partitions all have at most R rows: a block holds
-// every partition of `systems` neighbouring systems (blockDim.x = p * systems; thread
-// (l, q) = (threadIdx.x % systems, threadIdx.x / systems) takes partition q of system
-// blockIdx.x * systems + l). Each thread keeps its partition's rows in registers, so the
-// right-hand sides are read once and the solutions written once; the partitions' end values
-// F^t, F^b meet in shared memory (2 p systems reals), where each thread solves the 2 x 2
-// systems of its own two interfaces (the expressions of spike_interfaces) for its corrections.
+// ---- truncated SPIKE in one pass: each thread's partition (at most R rows) in registers ----
+
+// Thomas::solve's sweeps (thomas_sweeps) on the m rows r[0..m) of a partition; returns F^b =
+// r[m - 1], kept apart (indexing the registers at run time would move them to local memory).
+template <int R>
+__device__ __forceinline__ real sweeps_in_registers(real* r, int m, int k, const real* __restrict__ lo, const real* __restrict__ iv,
+                                                    const real* __restrict__ u) {
+    // The rows from k on share the tail's factors: loaded once, not per row.
+    const real lt = lo[k], it = iv[k], ut = u[k];
+    r[0] = r[0] * iv[0];
+    real last = r[0];
+#pragma unroll
+    for (int i = 1; i < R; ++i) {
+        if (i < m) {
+            r[i] = (r[i] - (i < k ? lo[i] : lt) * r[i - 1]) * (i < k ? iv[i] : it);
+            last = r[i];
+        }
+    }
+#pragma unroll
+    for (int i = R - 2; i >= 0; --i)
+        if (i < m - 1) r[i] = r[i] - (i < k ? u[i] : ut) * r[i + 1];
+    return last;
+}
+
+// x_{q+1}^t and x_{q-1}^b of partition q (top[q + 1] and bottom[q - 1] of spike_interfaces,
+// the same expressions), from the end values F^t, F^b of q and of its neighbours; 0 where q
+// has no such neighbour.
+__device__ __forceinline__ void interface_values(const int* me, int q, int p, real fb_prev, real ft_own, real fb_own, real ft_next,
+                                                 const real* __restrict__ v, const real* __restrict__ w, real* xt, real* xb) {
+    *xt = (real)0;
+    *xb = (real)0;
+    if (q + 1 < p) {
+        const int* next = me + 8;
+        real vb = me[5] > 0 ? v[me[4] + me[5] - 1] : (real)0;
+        real wt = next[7] > 0 ? w[next[6]] : (real)0;
+        *xt = (ft_next - wt * fb_own) / ((real)1 - vb * wt);
+    }
+    if (q > 0) {
+        const int* prev = me - 8;
+        real vb = prev[5] > 0 ? v[prev[4] + prev[5] - 1] : (real)0;
+        real wt = me[7] > 0 ? w[me[6]] : (real)0;
+        *xb = (fb_prev - vb * ft_own) / ((real)1 - vb * wt);
+    }
+}
+
+// spike_correct on the m rows r[0..m) of partition q, V's before W's in each row.
+template <int R>
+__device__ __forceinline__ void correct_in_registers(real* r, int m, const int* me, int q, int p, real xt, real xb,
+                                                     const real* __restrict__ v, const real* __restrict__ w) {
+    const real *vq = v + me[4], *wq = w + me[6];
+    int vfrom = q + 1 < p ? m - me[5] : m, wto = q > 0 ? me[7] : 0;
+#pragma unroll
+    for (int i = 0; i < R; ++i) {
+        if (i < m) {
+            if (i >= vfrom) r[i] = r[i] - vq[i - vfrom] * xt;
+            if (i < wto) r[i] = r[i] - wq[i] * xb;
+        }
+    }
+}
+
+// Interleaved systems: a block holds every partition of `systems` neighbouring systems
+// (blockDim.x = p * systems; thread (l, q) = (threadIdx.x % systems, threadIdx.x / systems)
+// takes partition q of system blockIdx.x * systems + l), so that the right-hand sides are read
+// once and the solutions written once; the end values F^t, F^b meet in shared memory (2 p
+// systems reals), where each thread solves the 2 x 2 systems of its own two interfaces.
 // `systems` reals of one row span 32 bytes where possible (a full memory sector).
 template <int R>
 __device__ __forceinline__ void spike_fused_body(real* __restrict__ d, long long first, int p, int width, int systems, const int* __restrict__ meta,
@@ -174,85 +232,129 @@ __device__ __forceinline__ void spike_fused_body(real* __restrict__ d, long long
     int s = blockIdx.x * systems + l;
     bool live = s < width;
     const int* me = meta + 8 * q;
-    int m = me[1] - me[0], k = me[2];
-    const real *lo = lower + me[3], *iv = inv + me[3], *u = up + me[3];
+    int m = me[1] - me[0], f = me[3];
     real* x = d + first + (long long)me[0] * width + s;
-    real r[R], last;
+    real r[R];
     if (live) {
 #pragma unroll
         for (int i = 0; i < R; ++i)
             if (i < m) r[i] = x[(long long)i * width];
-        // (1) Thomas::solve's sweeps (thomas_sweeps) on the registers.
-        // The rows from k on share the tail's factors: loaded once, not per row.
-        const real lt = lo[k], it = iv[k], ut = u[k];
-        r[0] = r[0] * iv[0];
-        // F^b, which the backward sweep leaves as it is (kept apart: r[m - 1] would index
-        // the registers at run time and move them to local memory).
-        last = r[0];
-#pragma unroll
-        for (int i = 1; i < R; ++i) {
-            if (i < m) {
-                r[i] = (r[i] - (i < k ? lo[i] : lt) * r[i - 1]) * (i < k ? iv[i] : it);
-                last = r[i];
-            }
-        }
-#pragma unroll
-        for (int i = R - 2; i >= 0; --i)
-            if (i < m - 1) r[i] = r[i] - (i < k ? u[i] : ut) * r[i + 1];
+        fb[q * systems + l] = sweeps_in_registers<R>(r, m, me[2], lower + f, inv + f, up + f);
         ft[q * systems + l] = r[0];
-        fb[q * systems + l] = last;
     }
     __syncthreads();
     if (!live) return;
-    // (2) x_{q+1}^t and x_{q-1}^b: top[q + 1] and bottom[q - 1] of spike_interfaces.
-    real xt = (real)0, xb = (real)0;
-    if (q + 1 < p) {
-        const int* next = me + 8;
-        real f_b = fb[q * systems + l], f_t = ft[(q + 1) * systems + l];
-        real vb = me[5] > 0 ? v[me[4] + me[5] - 1] : (real)0;
-        real wt = next[7] > 0 ? w[next[6]] : (real)0;
-        real det = (real)1 - vb * wt;
-        xt = (f_t - wt * f_b) / det;
-    }
-    if (q > 0) {
-        const int* prev = me - 8;
-        real f_b = fb[(q - 1) * systems + l], f_t = ft[q * systems + l];
-        real vb = prev[5] > 0 ? v[prev[4] + prev[5] - 1] : (real)0;
-        real wt = me[7] > 0 ? w[me[6]] : (real)0;
-        real det = (real)1 - vb * wt;
-        xb = (f_b - vb * f_t) / det;
-    }
-    // (3) spike_correct on the registers, V's before W's in each row.
-    const real *vq = v + me[4], *wq = w + me[6];
-    int vfrom = q + 1 < p ? m - me[5] : m, wto = q > 0 ? me[7] : 0;
+    int at = q * systems + l, prev = q > 0 ? at - systems : at, next = q + 1 < p ? at + systems : at;
+    real xt, xb;
+    interface_values(me, q, p, fb[prev], ft[at], fb[at], ft[next], v, w, &xt, &xb);
+    correct_in_registers<R>(r, m, me, q, p, xt, xb, v, w);
 #pragma unroll
-    for (int i = 0; i < R; ++i) {
-        if (i < m) {
-            if (i >= vfrom) r[i] = r[i] - vq[i - vfrom] * xt;
-            if (i < wto) r[i] = r[i] - wq[i] * xb;
-            x[(long long)i * width] = r[i];
-        }
-    }
+    for (int i = 0; i < R; ++i)
+        if (i < m) x[(long long)i * width] = r[i];
 }
 
 // Threads per block whose rows fill half the register file (128 KiB): the block of a
 // 4096-row system, 8 (f32) or 4 (f64) systems, so that ptxas leaves the rest for the factors.
 #define SPIKE_FUSED_THREADS(R) (131072 / ((R) * (int)sizeof(real)))
 
-extern "C" __global__ void __launch_bounds__(SPIKE_FUSED_THREADS(32)) spike_fused32(real* __restrict__ d, long long first, int p, int width, int systems, const int* __restrict__ meta,
-                                         const real* __restrict__ lower, const real* __restrict__ inv, const real* __restrict__ up,
-                                         const real* __restrict__ v, const real* __restrict__ w) {
-    spike_fused_body<32>(d, first, p, width, systems, meta, lower, inv, up, v, w);
+#define SPIKE_FUSED(R)                                                                                                                         \
+    extern "C" __global__ void __launch_bounds__(SPIKE_FUSED_THREADS(R))                                                                      \
+        spike_fused##R(real* __restrict__ d, long long first, int p, int width, int systems, const int* __restrict__ meta,                      \
+                       const real* __restrict__ lower, const real* __restrict__ inv, const real* __restrict__ up, const real* __restrict__ v, \
+                       const real* __restrict__ w) {                                                                                          \
+        spike_fused_body<R>(d, first, p, width, systems, meta, lower, inv, up, v, w);                                                         \
+    }
+SPIKE_FUSED(32)
+SPIKE_FUSED(64)
+SPIKE_FUSED(128)
+
+// One system (width 1): a block takes blockDim.x consecutive partitions, one thread each, its
+// rows staged through shared memory so that the loads and stores are coalesced (a pad every
+// 32 entries puts the rows of neighbouring partitions in different banks), and solves the
+// interfaces between its own partitions. The first and last partition of a block need the
+// neighbouring blocks: they are written uncorrected, and their end values and their inner
+// neighbours' go to top[q] (F^t) and bottom[q] (F^b) for spike_line_edges.
+__device__ __forceinline__ int padded(int e) { return e + e / 32; }
+
+template <int R>
+__device__ __forceinline__ void spike_line_body(real* __restrict__ d, long long first, int p, const int* __restrict__ meta,
+                                                const real* __restrict__ lower, const real* __restrict__ inv, const real* __restrict__ up,
+                                                const real* __restrict__ v, const real* __restrict__ w, real* __restrict__ top,
+                                                real* __restrict__ bottom) {
+    extern __shared__ unsigned char smem[];
+    int nt = blockDim.x, t = threadIdx.x;
+    int q0 = blockIdx.x * nt, q1 = (q0 + nt < p ? q0 + nt : p) - 1, q = q0 + t;
+    bool live = q <= q1;
+    real* ft = (real*)smem;  // F^t and F^b of the block's partitions
+    real* fb = ft + nt;
+    real* tile = fb + nt;    // the block's rows, padded
+    int row0 = meta[8 * q0], rows = meta[8 * q1 + 1] - row0;
+    real* x = d + first + row0;
+    // rows <= nt R: R loads per thread, unrolled so that they are all in flight at once.
+#pragma unroll
+    for (int i = 0; i < R; ++i)
+        if (t + i * nt < rows) tile[padded(t + i * nt)] = x[t + i * nt];
+    __syncthreads();
+    const int* me = meta + 8 * (live ? q : q1);
+    int m = me[1] - me[0], f = me[3], off = me[0] - row0;
+    real r[R];
+    if (live) {
+#pragma unroll
+        for (int i = 0; i < R; ++i)
+            if (i < m) r[i] = tile[padded(off + i)];
+        fb[t] = sweeps_in_registers<R>(r, m, me[2], lower + f, inv + f, up + f);
+        ft[t] = r[0];
+        if (q <= q0 + 1 || q >= q1 - 1) {
+            top[q] = ft[t];
+            bottom[q] = fb[t];
+        }
+    }
+    __syncthreads();
+    if (live && q != q0 && q != q1) {
+        real xt, xb;
+        interface_values(me, q, p, fb[t - 1], ft[t], fb[t], ft[t + 1], v, w, &xt, &xb);
+        correct_in_registers<R>(r, m, me, q, p, xt, xb, v, w);
+    }
+    if (live) {
+#pragma unroll
+        for (int i = 0; i < R; ++i)
+            if (i < m) tile[padded(off + i)] = r[i];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < R; ++i)
+        if (t + i * nt < rows) x[t + i * nt] = tile[padded(t + i * nt)];
 }
 
-extern "C" __global__ void __launch_bounds__(SPIKE_FUSED_THREADS(64)) spike_fused64(real* __restrict__ d, long long first, int p, int width, int systems, const int* __restrict__ meta,
-                                         const real* __restrict__ lower, const real* __restrict__ inv, const real* __restrict__ up,
-                                         const real* __restrict__ v, const real* __restrict__ w) {
-    spike_fused_body<64>(d, first, p, width, systems, meta, lower, inv, up, v, w);
-}
+// Threads per block of the line kernels: 32 KiB of rows (dynamic shared memory under the
+// 48 KiB that needs no opt-in), four blocks per multiprocessor.
+#define SPIKE_LINE_THREADS(R) (32768 / ((R) * (int)sizeof(real)))
 
-extern "C" __global__ void __launch_bounds__(SPIKE_FUSED_THREADS(128)) spike_fused128(real* __restrict__ d, long long first, int p, int width, int systems, const int* __restrict__ meta,
-                                                                                     const real* __restrict__ lower, const real* __restrict__ inv, const real* __restrict__ up,
-                                                                                     const real* __restrict__ v, const real* __restrict__ w) {
-    spike_fused_body<128>(d, first, p, width, systems, meta, lower, inv, up, v, w);
+#define SPIKE_LINE(R)                                                                                                                        \
+    extern "C" __global__ void __launch_bounds__(SPIKE_LINE_THREADS(R), 4)                                                                   \
+        spike_line##R(real* __restrict__ d, long long first, int p, const int* __restrict__ meta, const real* __restrict__ lower,             \
+                      const real* __restrict__ inv, const real* __restrict__ up, const real* __restrict__ v, const real* __restrict__ w,       \
+                      real* __restrict__ top, real* __restrict__ bottom) {                                                                  \
+        spike_line_body<R>(d, first, p, meta, lower, inv, up, v, w, top, bottom);                                                           \
+    }
+SPIKE_LINE(32)
+SPIKE_LINE(64)
+SPIKE_LINE(128)
+
+// The first and last partition of each block of `per_block` partitions of spike_line*: (2)
+// from the end values in top and bottom, then (3) in place. Thread j: block j / 2, its first
+// partition (j even) or its last (j odd; none where the block has one partition).
+extern "C" __global__ void spike_line_edges(real* __restrict__ d, long long first, int p, int per_block, const int* __restrict__ meta,
+                                            const real* __restrict__ v, const real* __restrict__ w, const real* __restrict__ top,
+                                            const real* __restrict__ bottom) {
+    long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    int blocks = (p + per_block - 1) / per_block;
+    if (j >= 2LL * blocks) return;
+    int q0 = (int)(j / 2) * per_block, q1 = (q0 + per_block < p ? q0 + per_block : p) - 1;
+    int q = j % 2 == 0 ? q0 : q1;
+    if (j % 2 == 1 && q1 == q0) return;
+    const int* me = meta + 8 * q;
+    real xt, xb;
+    interface_values(me, q, p, q > 0 ? bottom[q - 1] : (real)0, top[q], bottom[q], q + 1 < p ? top[q + 1] : (real)0, v, w, &xt, &xb);
+    spike_correct(d + first + me[0], 1, me[1] - me[0], q, p, me, xt, xb, v, w);
 }

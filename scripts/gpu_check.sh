@@ -74,13 +74,13 @@ tridiag)
   done
   timeout 90 python3 "$root/scripts/peer_cusparse_gtsv2.py" --size 4096 --batch 4096 --json "$out/json/cusparse.json" 2>&1 \
     | tail -12 | tee -a "$out/summary.txt"
-  # The one-pass SPIKE kernels (registers and shared memory) under compute-sanitizer.
+  # The one-pass SPIKE kernels (batched and one system) under compute-sanitizer.
   cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-  for tool in memcheck racecheck; do for p in f32 f64; do
-    timeout 120 "$cs" --tool $tool --error-exitcode 9 "$sim" bench tridiag --backend cuda --precision $p --size 300 --batch 41 \
+  for tool in memcheck racecheck; do for p in f32 f64; do for args in "--size 300 --batch 41" "--solver spike --size 8200"; do
+    timeout 120 "$cs" --tool $tool --error-exitcode 9 "$sim" bench tridiag --backend cuda --precision $p $args \
       --seconds 0.01 > "$out/san.log.tmp" 2>&1
-    echo "$tool bench tridiag $p: rc $? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|error:' "$out/san.log.tmp" | tail -1)" | tee -a "$out/summary.txt"
-  done; done
+    echo "$tool bench tridiag $p $args: rc $? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|error:' "$out/san.log.tmp" | tail -1)" | tee -a "$out/summary.txt"
+  done; done; done
   rm -f "$out/san.log.tmp"
   ;;
 tune)

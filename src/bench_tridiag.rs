@@ -32,9 +32,9 @@ use crate::solvers::heat::implicit_cuda::{DeviceSpike, DeviceThomas};
 /// cache between the local forward and backward sweeps.
 pub const SPIKE_ROWS: usize = 1 << 15;
 
-/// SPIKE partition length on a device, one thread per partition: 2^27 unknowns give 2^18
-/// threads, about 2000 per multiprocessor of a 132-SM device.
-pub const GPU_SPIKE_ROWS: usize = 1 << 9;
+/// SPIKE partition length of one system on a device, one thread per partition, its rows in
+/// registers (`spike_line32`; 2^27 unknowns give 2^22 threads).
+pub const GPU_SPIKE_ROWS: usize = 32;
 
 /// Partition lengths of truncated SPIKE on the batched systems on a device (interleaved, one
 /// thread per partition of each system): up to 128 rows (f64: 64) a thread holds its
@@ -179,7 +179,12 @@ fn device_figures<T: Real>(o: &BenchOptions, gpu: &std::sync::Arc<Gpu>, solver: 
             }
             None => {
                 let mut s = DeviceSpike::upload(&kernels, &stream, &plan, 1)?;
-                measure(&mut |d| s.solve(&kernels, &stream, d, 0, bx), &|h| plan.solve(h))?
+                let mut f = measure(&mut |d| s.solve(&kernels, &stream, d, 0, bx), &|h| plan.solve(h))?;
+                f["kernels"] = if s.is_fused() { "fused" } else { "staged" }.into();
+                if s.is_fused() {
+                    v["spike_staged"] = measure(&mut |d| s.solve_staged(&kernels, &stream, d, 0, bx), &|h| plan.solve(h))?;
+                }
+                f
             }
         };
     }

@@ -100,6 +100,10 @@ kernel_handles! {
         SpikeFused32 = "spike_fused32",
         SpikeFused64 = "spike_fused64",
         SpikeFused128 = "spike_fused128",
+        SpikeLine32 = "spike_line32",
+        SpikeLine64 = "spike_line64",
+        SpikeLine128 = "spike_line128",
+        SpikeLineEdges = "spike_line_edges",
     }
 }
 

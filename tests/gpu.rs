@@ -213,8 +213,10 @@ fn bench_tridiag_solves_on_the_device_as_on_the_cpu() {
     for (args, paths, fallback) in [
         (&["--size", "300", "--batch", "41", "--precision", "f32"][..], &f32_batch[..], None),
         (&["--size", "200", "--batch", "41"][..], &f64_batch[..], Some("interleaved_spike_16")),
-        (&["--solver", "spike", "--size", "5000", "--precision", "f32"][..], &["spike"][..], None),
-        (&["--solver", "spike", "--size", "5000"][..], &["spike"][..], None),
+        (&["--solver", "spike", "--size", "5000", "--precision", "f32"][..], &["spike", "spike_staged"][..], None),
+        (&["--solver", "spike", "--size", "5000"][..], &["spike", "spike_staged"][..], None),
+        // 257 partitions: two blocks of the line kernel, the second of one partition.
+        (&["--solver", "spike", "--size", "8200", "--precision", "f32"][..], &["spike", "spike_staged"][..], None),
     ] {
         let mut a = vec!["bench", "tridiag", "--backend", "cuda", "--seconds", "0.01", "--json"];
         a.extend(args);
@@ -231,15 +233,16 @@ fn bench_tridiag_solves_on_the_device_as_on_the_cpu() {
     // Partitions in registers run in one pass: f32 up to 128 rows (75 here), f64 up to 64 (33-34
     // here, not 66-67); longer ones in three kernels.
     let kernels = |args: &[&str], key: &str| {
-        let mut a = vec!["bench", "tridiag", "--backend", "cuda", "--seconds", "0.01", "--json", "--batch", "41"];
+        let mut a = vec!["bench", "tridiag", "--backend", "cuda", "--seconds", "0.01", "--json"];
         a.extend(args);
         let v: serde_json::Value = serde_json::from_slice(&ok(sim_cuda(&dir, &a)).stdout).unwrap();
         v[key]["kernels"].as_str().map(str::to_string)
     };
-    assert_eq!(kernels(&["--size", "300", "--precision", "f32"], "interleaved_spike_64").as_deref(), Some("fused"));
-    assert_eq!(kernels(&["--size", "300", "--precision", "f32"], "interleaved_spike_128").as_deref(), Some("staged"));
-    assert_eq!(kernels(&["--size", "200"], "interleaved_spike_32").as_deref(), Some("fused"));
-    assert_eq!(kernels(&["--size", "200"], "interleaved_spike_64").as_deref(), Some("staged"));
+    assert_eq!(kernels(&["--size", "300", "--precision", "f32", "--batch", "41"], "interleaved_spike_64").as_deref(), Some("fused"));
+    assert_eq!(kernels(&["--size", "300", "--precision", "f32", "--batch", "41"], "interleaved_spike_128").as_deref(), Some("staged"));
+    assert_eq!(kernels(&["--size", "200", "--batch", "41"], "interleaved_spike_32").as_deref(), Some("fused"));
+    assert_eq!(kernels(&["--size", "200", "--batch", "41"], "interleaved_spike_64").as_deref(), Some("staged"));
+    assert_eq!(kernels(&["--solver", "spike", "--size", "5000"], "spike").as_deref(), Some("fused"));
     // The batch split between the host and the device: every share solves every system, the
     // device's part as the CPU solves it.
     let a = ["bench", "tridiag", "--backend", "cuda", "--seconds", "0.01", "--json", "--size", "300", "--batch", "41", "--cpu-share", "0.5"];

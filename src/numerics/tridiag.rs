@@ -10,6 +10,8 @@
 //! - forward: `y_0 = d_0 inv_0`, `y_i = (d_i - a_i y_{i-1}) inv_i`;
 //! - backward: `x_{m-1} = y_{m-1}`, `x_i = y_i - u_i x_{i+1}`.
 
+use std::sync::Arc;
+
 use rayon::prelude::*;
 
 use crate::error::{Result, input};
@@ -372,17 +374,18 @@ impl<T> SendPtr<T> {
 }
 
 /// One partition of a SPIKE plan: its rows, its local factors, and the parts of its spikes
-/// that are not negligible.
+/// that are not negligible. The partitions of a constant matrix share these (two lengths at
+/// most), so a plan of millions of partitions holds them once.
 #[derive(Clone, Debug)]
 struct Partition<T> {
     start: usize,
     end: usize,
-    factors: Thomas<T>,
+    factors: Arc<Thomas<T>>,
     /// `V = A_k^{-1} c e_last` (the coupling to the next partition): its bottom entries
     /// `v[m - v.len()..m]`; the entries above are below the truncation tolerance.
-    v: Vec<T>,
+    v: Arc<[T]>,
     /// `W = A_k^{-1} a e_first` (the coupling to the previous partition): its top entries.
-    w: Vec<T>,
+    w: Arc<[T]>,
 }
 
 /// Truncated SPIKE for one system, or Thomas where the matrix is not dominant enough to
@@ -514,13 +517,13 @@ impl<T: Real> SpikePlan<T> {
             let m = b.len();
             if k + 1 < p {
                 let xt = top[k + 1];
-                for (x, &v) in b[m - q.v.len()..].iter_mut().zip(&q.v) {
+                for (x, &v) in b[m - q.v.len()..].iter_mut().zip(q.v.iter()) {
                     *x = *x - v * xt;
                 }
             }
             if k > 0 {
                 let xb = bottom[k - 1];
-                for (x, &w) in b[..q.w.len()].iter_mut().zip(&q.w) {
+                for (x, &w) in b[..q.w.len()].iter_mut().zip(q.w.iter()) {
                     *x = *x - w * xb;
                 }
             }
@@ -557,12 +560,12 @@ fn partition<T: Real>(a: &Tridiagonal<T>, start: usize, end: usize, tol: T) -> R
     // V: from the first entry (from the top) above the tolerance to the bottom.
     let full = spike(m - 1, above);
     let from = full.iter().position(|x| x.abs() > tol).unwrap_or(m);
-    let v = full[from..].to_vec();
+    let v = full[from..].into();
     // W: from the top to the last entry above the tolerance.
     let full = spike(0, below);
     let to = full.iter().rposition(|x| x.abs() > tol).map_or(0, |i| i + 1);
-    let w = full[..to].to_vec();
-    Ok(Partition { start, end, factors, v, w })
+    let w = full[..to].into();
+    Ok(Partition { start, end, factors: Arc::new(factors), v, w })
 }
 
 impl<T: Real> Partition<T> {

@@ -38,9 +38,17 @@ pub(crate) struct DeviceSpike<T> {
     w: CudaSlice<T>,
     bottom: CudaSlice<T>,
     top: CudaSlice<T>,
-    /// The one-pass kernel and its launch, where every partition fits its registers and a
-    /// block holds all partitions of at least one system.
-    fused: Option<(TridiagKernel, LaunchConfig, i32)>,
+    /// The one-pass kernels and their launch, where every partition fits a thread's registers.
+    one_pass: Option<OnePass>,
+}
+
+/// How [`DeviceSpike::solve`] runs in one pass (see [`one_pass_launch`]).
+#[derive(Clone, Copy)]
+enum OnePass {
+    /// Interleaved systems: `spike_fused*`, `systems` of them per block.
+    Batch { kernel: TridiagKernel, cfg: LaunchConfig, systems: i32 },
+    /// One system: `spike_line*` on blocks of `per_block` partitions, then `spike_line_edges`.
+    Line { kernel: TridiagKernel, cfg: LaunchConfig, per_block: i32, edges: LaunchConfig },
 }
 
 /// The solver of the halves along x on the device.
@@ -209,11 +217,18 @@ impl<T: Real> DeviceSpike<T> {
         let parts = plan.truncated().expect("a truncated plan");
         let (mut lower, mut inv, mut up, mut v, mut w) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let mut meta = Vec::with_capacity(8 * parts.len());
+        // Partitions that share their factors and spikes (a constant matrix's) share them on
+        // the device too: uploaded once, read from the cache.
+        let mut uploaded = std::collections::HashMap::new();
         for q in &parts {
-            let (factors, voff, woff) = (int(lower.len()), int(v.len()), int(w.len()));
-            let k = flatten_thomas(q.factors, &mut lower, &mut inv, &mut up);
-            v.extend_from_slice(q.v);
-            w.extend_from_slice(q.w);
+            let key = (q.factors as *const Thomas<T>, q.v.as_ptr(), q.w.as_ptr());
+            let &mut (k, factors, voff, woff) = uploaded.entry(key).or_insert_with(|| {
+                let (factors, voff, woff) = (int(lower.len()), int(v.len()), int(w.len()));
+                let k = flatten_thomas(q.factors, &mut lower, &mut inv, &mut up);
+                v.extend_from_slice(q.v);
+                w.extend_from_slice(q.w);
+                (k, factors, voff, woff)
+            });
             meta.extend([int(q.start), int(q.end), k, factors, voff, int(q.v.len()), woff, int(q.w.len())]);
         }
         // Empty windows still need a device allocation to pass.
@@ -222,7 +237,7 @@ impl<T: Real> DeviceSpike<T> {
         let h = |v: &[T]| stream.clone_htod(v).map_err(driver_err("factor upload"));
         let p = parts.len();
         let rows = parts.iter().map(|q| q.end - q.start).max().unwrap_or(0);
-        let fused = fused_launch::<T>(kernels, p, rows, width)?;
+        let one_pass = one_pass_launch::<T>(kernels, p, rows, width)?;
         Ok(DeviceSpike {
             p: int(p),
             width: int(width),
@@ -234,17 +249,18 @@ impl<T: Real> DeviceSpike<T> {
             w: h(&w)?,
             bottom: stream.alloc_zeros::<T>(p * width).map_err(driver_err("allocation"))?,
             top: stream.alloc_zeros::<T>(p * width).map_err(driver_err("allocation"))?,
-            fused,
+            one_pass,
         })
     }
 
-    /// Whether [`DeviceSpike::solve`] runs the one-pass kernel.
+    /// Whether [`DeviceSpike::solve`] runs in one pass.
     pub(crate) fn is_fused(&self) -> bool {
-        self.fused.is_some()
+        self.one_pass.is_some()
     }
 
     /// The systems at `d[first..]` (row i of system s at `first + i width + s`): in one pass
-    /// where the partitions fit it (`spike_fused*`), else by [`DeviceSpike::solve_staged`].
+    /// where the partitions fit the registers (`spike_fused*`, or for one system
+    /// `spike_line*` and `spike_line_edges`), else by [`DeviceSpike::solve_staged`].
     pub(crate) fn solve(
         &mut self,
         kernels: &Kernels<TridiagKernel>,
@@ -253,14 +269,27 @@ impl<T: Real> DeviceSpike<T> {
         first: i64,
         bx: u32,
     ) -> Result<()> {
-        let Some((kernel, cfg, systems)) = self.fused else {
-            return self.solve_staged(kernels, stream, d, first, bx);
-        };
-        let f = kernels.get(kernel);
-        let mut b = stream.launch_builder(&f);
-        b.arg(d).arg(&first).arg(&self.p).arg(&self.width).arg(&systems).arg(&self.meta);
-        b.arg(&self.lower).arg(&self.inv).arg(&self.up).arg(&self.v).arg(&self.w);
-        launch(&mut b, cfg, kernel)
+        match self.one_pass {
+            None => self.solve_staged(kernels, stream, d, first, bx),
+            Some(OnePass::Batch { kernel, cfg, systems }) => {
+                let f = kernels.get(kernel);
+                let mut b = stream.launch_builder(&f);
+                b.arg(d).arg(&first).arg(&self.p).arg(&self.width).arg(&systems).arg(&self.meta);
+                b.arg(&self.lower).arg(&self.inv).arg(&self.up).arg(&self.v).arg(&self.w);
+                launch(&mut b, cfg, kernel)
+            }
+            Some(OnePass::Line { kernel, cfg, per_block, edges }) => {
+                let f = kernels.get(kernel);
+                let mut b = stream.launch_builder(&f);
+                b.arg(&mut *d).arg(&first).arg(&self.p).arg(&self.meta);
+                b.arg(&self.lower).arg(&self.inv).arg(&self.up).arg(&self.v).arg(&self.w).arg(&mut self.top).arg(&mut self.bottom);
+                launch(&mut b, cfg, kernel)?;
+                let f = kernels.get(TridiagKernel::SpikeLineEdges);
+                let mut b = stream.launch_builder(&f);
+                b.arg(d).arg(&first).arg(&self.p).arg(&per_block).arg(&self.meta).arg(&self.v).arg(&self.w).arg(&self.top).arg(&self.bottom);
+                launch(&mut b, edges, TridiagKernel::SpikeLineEdges)
+            }
+        }
     }
 
     /// The local solves, the interfaces' 2 x 2 systems and the corrections as three kernels
@@ -294,32 +323,49 @@ impl<T: Real> DeviceSpike<T> {
     }
 }
 
-/// The launch of the one-pass SPIKE kernel for `p` partitions of at most `rows` rows of `width`
-/// interleaved systems: the kernel whose registers hold `rows`, and the systems per block, as
-/// many as fill a 32-byte memory sector where the kernel's thread limit allows; `None` where
-/// the partitions are longer than 128 rows (f64: 64) or one system's partitions exceed a block.
-fn fused_launch<T: Real>(kernels: &Kernels<TridiagKernel>, p: usize, rows: usize, width: usize) -> Result<Option<(TridiagKernel, LaunchConfig, i32)>> {
+/// The one-pass launch for `p` partitions of at most `rows` rows of `width` interleaved systems:
+/// the kernels whose registers hold `rows`; `None` where the partitions are longer than 128
+/// rows (f64: 64) or one system's partitions exceed a block of `spike_fused*`. Interleaved
+/// systems: as many per block as fill a 32-byte memory sector where the kernel's thread limit
+/// allows. One system: as many partitions per block as the line kernels' 32 KiB of shared rows
+/// hold.
+fn one_pass_launch<T: Real>(kernels: &Kernels<TridiagKernel>, p: usize, rows: usize, width: usize) -> Result<Option<OnePass>> {
+    use TridiagKernel::*;
     use cudarc::driver::sys::CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK as MOST;
-    let kernel = match (rows, std::mem::size_of::<T>()) {
-        (0..=32, _) => TridiagKernel::SpikeFused32,
-        (33..=64, _) => TridiagKernel::SpikeFused64,
+    let size = std::mem::size_of::<T>();
+    let (r, batch, line_kernel) = match (rows, size) {
+        (0..=32, _) => (32, SpikeFused32, SpikeLine32),
+        (33..=64, _) => (64, SpikeFused64, SpikeLine64),
         // 128 f64 rows do not fit the 255 registers of a thread.
-        (65..=128, 4) => TridiagKernel::SpikeFused128,
+        (65..=128, 4) => (128, SpikeFused128, SpikeLine128),
         _ => return Ok(None),
     };
+    let kernel = if width == 1 { line_kernel } else { batch };
     let most = kernels.get(kernel).get_attribute(MOST).map_err(driver_err("reading a kernel's thread limit"))? as usize;
+    if width == 1 {
+        // SPIKE_LINE_THREADS of kernels/tridiag.cu.
+        let per_block = (32768 / (r * size)).min(most).min(p);
+        let blocks = p.div_ceil(per_block);
+        // F^t, F^b and the rows with a pad every 32 (`padded`).
+        let tile = per_block * rows;
+        let cfg = LaunchConfig {
+            grid_dim: (blocks as u32, 1, 1),
+            block_dim: (per_block as u32, 1, 1),
+            shared_mem_bytes: ((2 * per_block + tile + tile / 32 + 1) * size) as u32,
+        };
+        return Ok(Some(OnePass::Line { kernel, cfg, per_block: int(per_block), edges: line(128, 2 * blocks) }));
+    }
     // Fewer systems per block (2 blocks per multiprocessor) measured 30-60 % slower on an H100.
-    let systems = (32 / std::mem::size_of::<T>()).min(most / p).min(width);
+    let systems = (32 / size).min(most / p).min(width);
     if systems == 0 {
         return Ok(None);
     }
-    let threads = (p * systems) as u32;
     let cfg = LaunchConfig {
         grid_dim: (width.div_ceil(systems) as u32, 1, 1),
-        block_dim: (threads, 1, 1),
-        shared_mem_bytes: (2 * p * systems * std::mem::size_of::<T>()) as u32,
+        block_dim: ((p * systems) as u32, 1, 1),
+        shared_mem_bytes: (2 * p * systems * size) as u32,
     };
-    Ok(Some((kernel, cfg, int(systems))))
+    Ok(Some(OnePass::Batch { kernel, cfg, systems: int(systems) }))
 }
 
 /// Launch with the arguments pushed; the error names the kernel.

@@ -58,8 +58,10 @@ int main(int argc, char** argv) {
             real *src = a.data(), *dst = b.data();
             if (kernel == "heat1d")
                 run("heat1d", {(unsigned)(nx + bx - 1) / bx, 1, 1}, {bx, 1, 1}, 0, {&src, &dst, &nx, &r});
-            else
-                run(shared ? "heat2d_shared" : "heat2d_l2", grid, block, shared ? tile : 0, {&src, &dst, &nx, &ny, &r});
+            else if (shared)
+                run("heat2d_shared", grid, block, tile, {&src, &dst, &nx, &ny, &r});
+            else  // HEAT2D_NODES (4) rows per thread
+                run("heat2d_l2", {grid.x, (ny + 4 * by - 1) / (4 * by), 1}, block, 0, {&src, &dst, &nx, &ny, &r});
             a.swap(b);
         }
         out = a;

@@ -65,10 +65,14 @@ impl<T: Real> HeatCuda<T> {
         let (kernel, cfg) = if ny == 1 {
             (HeatKernel::Heat1d, LaunchConfig { grid_dim: ((nx as u32).div_ceil(bx), 1, 1), block_dim: (bx, 1, 1), shared_mem_bytes: 0 })
         } else {
-            let grid_dim = gpu.grid_2d(nx, ny, opts.block())?;
             match opts.variant {
-                Variant::L2 => (HeatKernel::Heat2dL2, LaunchConfig { grid_dim, block_dim: (bx, by, 1), shared_mem_bytes: 0 }),
+                // HEAT2D_NODES (4) nodes per thread along y.
+                Variant::L2 => {
+                    let grid_dim = gpu.grid_2d(nx, ny.div_ceil(4), opts.block())?;
+                    (HeatKernel::Heat2dL2, LaunchConfig { grid_dim, block_dim: (bx, by, 1), shared_mem_bytes: 0 })
+                }
                 Variant::Shared => {
+                    let grid_dim = gpu.grid_2d(nx, ny, opts.block())?;
                     let bytes = (bx + 2) * (by + 2) * std::mem::size_of::<T>() as u32;
                     (HeatKernel::Heat2dShared, LaunchConfig { grid_dim, block_dim: (bx, by, 1), shared_mem_bytes: bytes })
                 }

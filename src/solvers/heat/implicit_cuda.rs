@@ -355,7 +355,7 @@ fn one_pass_launch<T: Real>(kernels: &Kernels<TridiagKernel>, p: usize, rows: us
         };
         return Ok(Some(OnePass::Line { kernel, cfg, per_block: int(per_block), edges: line(128, 2 * blocks) }));
     }
-    // Fewer systems per block (2 blocks per multiprocessor) measured 30-60 % slower on an H100.
+    // Fewer systems per block (2 blocks per multiprocessor) measured 25-45 % slower on an H100 (a quarter of them: up to 2.5 times).
     let systems = (32 / size).min(most / p).min(width);
     if systems == 0 {
         return Ok(None);

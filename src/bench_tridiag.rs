@@ -194,10 +194,10 @@ fn device_figures<T: Real>(o: &BenchOptions, gpu: &std::sync::Arc<Gpu>, solver: 
 /// The batch solved from host memory, `share` of its systems by the CPU while the device
 /// solves the rest (the heterogeneous split): each part an interleaved batch of its own in
 /// host memory (the device's page-locked); the CPU solves its part by Thomas (its fastest
-/// batched solver) while a second thread uploads the device's part, solves it (batched SPIKE on 32-row partitions, the
-/// device's fastest, or Thomas where SPIKE falls back) and downloads it. Timed by the wall
-/// clock until both parts are done; `bitwise_cpu` compares the device's part with the CPU
-/// running the same algorithm.
+/// batched solver) while a second thread uploads the device's part, solves it (batched SPIKE
+/// on 32-row partitions, the device's fastest, or Thomas where SPIKE falls back) and
+/// downloads it. Timed by the wall clock until both parts are done; `bitwise_cpu` compares
+/// the device's part with the CPU running the same algorithm.
 #[allow(clippy::too_many_arguments)]
 fn split<T: Real>(
     o: &BenchOptions,

@@ -24,8 +24,9 @@ pub(crate) struct DeviceThomas<T> {
 }
 
 /// A truncated SPIKE plan on the device: per-partition metadata (8 ints each, see
-/// `kernels/tridiag.cu`), the partitions' factors and spike windows concatenated, and the
-/// interface values of step (2).
+/// `kernels/tridiag.cu`), the partitions' factors and spike windows concatenated (once for
+/// partitions that share them), and the interface values of step (2) (the line kernels: the
+/// partitions' end values F^t, F^b).
 pub(crate) struct DeviceSpike<T> {
     p: i32,
     /// Systems solved together, interleaved.
@@ -355,7 +356,8 @@ fn one_pass_launch<T: Real>(kernels: &Kernels<TridiagKernel>, p: usize, rows: us
         };
         return Ok(Some(OnePass::Line { kernel, cfg, per_block: int(per_block), edges: line(128, 2 * blocks) }));
     }
-    // Fewer systems per block (2 blocks per multiprocessor) measured 25-45 % slower on an H100 (a quarter of them: up to 2.5 times).
+    // Fewer systems per block (2 blocks per multiprocessor) measured 25-45 % slower on an
+    // H100 (a quarter of them: up to 2.5 times).
     let systems = (32 / size).min(most / p).min(width);
     if systems == 0 {
         return Ok(None);

@@ -257,16 +257,23 @@ __device__ __forceinline__ void spike_fused_body(real* __restrict__ d, long long
 // 4096-row system, 8 (f32) or 4 (f64) systems, so that ptxas leaves the rest for the factors.
 #define SPIKE_FUSED_THREADS(R) (131072 / ((R) * (int)sizeof(real)))
 
-#define SPIKE_FUSED(R)                                                                                                                         \
-    extern "C" __global__ void __launch_bounds__(SPIKE_FUSED_THREADS(R))                                                                      \
-        spike_fused##R(real* __restrict__ d, long long first, int p, int width, int systems, const int* __restrict__ meta,                      \
-                       const real* __restrict__ lower, const real* __restrict__ inv, const real* __restrict__ up, const real* __restrict__ v, \
-                       const real* __restrict__ w) {                                                                                          \
-        spike_fused_body<R>(d, first, p, width, systems, meta, lower, inv, up, v, w);                                                         \
-    }
-SPIKE_FUSED(32)
-SPIKE_FUSED(64)
-SPIKE_FUSED(128)
+extern "C" __global__ void __launch_bounds__(SPIKE_FUSED_THREADS(32)) spike_fused32(real* __restrict__ d, long long first, int p, int width, int systems, const int* __restrict__ meta,
+        const real* __restrict__ lower, const real* __restrict__ inv, const real* __restrict__ up, const real* __restrict__ v,
+        const real* __restrict__ w) {
+    spike_fused_body<32>(d, first, p, width, systems, meta, lower, inv, up, v, w);
+}
+
+extern "C" __global__ void __launch_bounds__(SPIKE_FUSED_THREADS(64)) spike_fused64(real* __restrict__ d, long long first, int p, int width, int systems, const int* __restrict__ meta,
+        const real* __restrict__ lower, const real* __restrict__ inv, const real* __restrict__ up, const real* __restrict__ v,
+        const real* __restrict__ w) {
+    spike_fused_body<64>(d, first, p, width, systems, meta, lower, inv, up, v, w);
+}
+
+extern "C" __global__ void __launch_bounds__(SPIKE_FUSED_THREADS(128)) spike_fused128(real* __restrict__ d, long long first, int p, int width, int systems, const int* __restrict__ meta,
+        const real* __restrict__ lower, const real* __restrict__ inv, const real* __restrict__ up, const real* __restrict__ v,
+        const real* __restrict__ w) {
+    spike_fused_body<128>(d, first, p, width, systems, meta, lower, inv, up, v, w);
+}
 
 // One system (width 1): a block takes blockDim.x consecutive partitions, one thread each, its
 // rows staged through shared memory so that the loads and stores are coalesced (a pad every
@@ -330,16 +337,23 @@ __device__ __forceinline__ void spike_line_body(real* __restrict__ d, long long 
 // 48 KiB that needs no opt-in), four blocks per multiprocessor.
 #define SPIKE_LINE_THREADS(R) (32768 / ((R) * (int)sizeof(real)))
 
-#define SPIKE_LINE(R)                                                                                                                        \
-    extern "C" __global__ void __launch_bounds__(SPIKE_LINE_THREADS(R), 4)                                                                   \
-        spike_line##R(real* __restrict__ d, long long first, int p, const int* __restrict__ meta, const real* __restrict__ lower,             \
-                      const real* __restrict__ inv, const real* __restrict__ up, const real* __restrict__ v, const real* __restrict__ w,       \
-                      real* __restrict__ top, real* __restrict__ bottom) {                                                                  \
-        spike_line_body<R>(d, first, p, meta, lower, inv, up, v, w, top, bottom);                                                           \
-    }
-SPIKE_LINE(32)
-SPIKE_LINE(64)
-SPIKE_LINE(128)
+extern "C" __global__ void __launch_bounds__(SPIKE_LINE_THREADS(32), 4) spike_line32(real* __restrict__ d, long long first, int p, const int* __restrict__ meta,
+        const real* __restrict__ lower, const real* __restrict__ inv, const real* __restrict__ up, const real* __restrict__ v,
+        const real* __restrict__ w, real* __restrict__ top, real* __restrict__ bottom) {
+    spike_line_body<32>(d, first, p, meta, lower, inv, up, v, w, top, bottom);
+}
+
+extern "C" __global__ void __launch_bounds__(SPIKE_LINE_THREADS(64), 4) spike_line64(real* __restrict__ d, long long first, int p, const int* __restrict__ meta,
+        const real* __restrict__ lower, const real* __restrict__ inv, const real* __restrict__ up, const real* __restrict__ v,
+        const real* __restrict__ w, real* __restrict__ top, real* __restrict__ bottom) {
+    spike_line_body<64>(d, first, p, meta, lower, inv, up, v, w, top, bottom);
+}
+
+extern "C" __global__ void __launch_bounds__(SPIKE_LINE_THREADS(128), 4) spike_line128(real* __restrict__ d, long long first, int p, const int* __restrict__ meta,
+        const real* __restrict__ lower, const real* __restrict__ inv, const real* __restrict__ up, const real* __restrict__ v,
+        const real* __restrict__ w, real* __restrict__ top, real* __restrict__ bottom) {
+    spike_line_body<128>(d, first, p, meta, lower, inv, up, v, w, top, bottom);
+}
 
 // The first and last partition of each block of `per_block` partitions of spike_line*: (2)
 // from the end values in top and bottom, then (3) in place. Thread j: block j / 2, its first

@@ -200,10 +200,28 @@ kernel_handles! {
 pub fn global_names(src: &str) -> Vec<&str> {
     src.match_indices("__global__ void ")
         .map(|(k, m)| {
-            let rest = &src[k + m.len()..];
+            let mut rest = &src[k + m.len()..];
+            // `__global__ void __launch_bounds__(...) name(`
+            if let Some(bounds) = rest.strip_prefix("__launch_bounds__") {
+                rest = after_parentheses(bounds);
+            }
             rest[..rest.find('(').unwrap_or(rest.len())].trim()
         })
         .collect()
+}
+
+/// What follows the balanced parentheses that `s` starts with.
+fn after_parentheses(s: &str) -> &str {
+    let mut depth = 0;
+    for (i, c) in s.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' if depth == 1 => return &s[i + 1..],
+            ')' => depth -= 1,
+            _ => {}
+        }
+    }
+    ""
 }
 
 /// A kernel file loaded on a device with every one of its kernels, taken by handle.

@@ -99,4 +99,6 @@ fn kernel_handles_match_the_kernel_files() {
     assert_eq!(files, covered, "kernel files without a handle enum");
     // The parser sees what it should.
     assert_eq!(cuda::global_names(cuda::COMMON), ["copy1d"]);
+    let bounded = "extern \"C\" __global__ void __launch_bounds__(T(32), 4) k(real* x) {}\n__global__ void j(int n) {}";
+    assert_eq!(cuda::global_names(bounded), ["k", "j"]);
 }

@@ -321,8 +321,9 @@ fn cuda_copy<T: Real>(gpu: &Gpu, n: usize, seconds: f64) -> Result<(u64, f64)> {
     let copy_fn = kernels.get(crate::cuda::HeatKernel::Copy1d);
     let src = gpu.stream.clone_htod(&init).map_err(err("upload"))?;
     let mut dst = gpu.stream.alloc_zeros::<T>(n).map_err(err("alloc"))?;
-    // copy1d copies 4 elements per thread (COPY_PER_THREAD).
-    let cfg = LaunchConfig { grid_dim: ((n as u32).div_ceil(512 * 4), 1, 1), block_dim: (512, 1, 1), shared_mem_bytes: 0 };
+    // Elements per thread of copy1d (COPY_PER_THREAD of kernels/common.cuh).
+    const PER_THREAD: u32 = 4;
+    let cfg = LaunchConfig { grid_dim: ((n as u32).div_ceil(512 * PER_THREAD), 1, 1), block_dim: (512, 1, 1), shared_mem_bytes: 0 };
     let n64 = n as i64;
     let mut launch = || -> Result<()> {
         let mut b = gpu.stream.launch_builder(&copy_fn);

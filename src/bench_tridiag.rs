@@ -161,8 +161,9 @@ fn device_figures<T: Real>(o: &BenchOptions, gpu: &std::sync::Arc<Gpu>, solver: 
             let mut shares: Vec<f64> = [0.0, 1.0].iter().chain(shares).copied().collect();
             shares.sort_by(f64::total_cmp);
             shares.dedup();
+            let plan = SpikePlan::plan(&a, (size / GPU_HETERO_ROWS).max(1))?;
             for share in shares {
-                v[&format!("split_cpu_{share}")] = split(o, &head, &kernels, &stream, &a, (size, batch), &init, share)?;
+                v[&format!("split_cpu_{share}")] = split(o, &head, &kernels, &stream, (&thomas, &plan), (size, batch), &init, share)?;
             }
         }
     } else {
@@ -204,7 +205,7 @@ fn split<T: Real>(
     head: &serde_json::Value,
     kernels: &Kernels<TridiagKernel>,
     stream: &std::sync::Arc<cudarc::driver::CudaStream>,
-    a: &crate::numerics::tridiag::Tridiagonal<T>,
+    (thomas, plan): (&Thomas<T>, &SpikePlan<T>),
     (size, batch): (usize, usize),
     init: &[T],
     share: f64,
@@ -224,13 +225,11 @@ fn split<T: Real>(
         Ok(())
     };
     fill(&mut host_gpu)?;
-    let thomas = Thomas::new(a)?;
-    let plan = SpikePlan::plan(a, (size / GPU_HETERO_ROWS).max(1))?;
     let mut device = match on_gpu {
         0 => None,
         _ => Some(match plan.thomas() {
-            Some(_) => DeviceSolver::Thomas(DeviceThomas::upload(stream, &thomas)?),
-            None => DeviceSolver::Spike(Box::new(DeviceSpike::upload(kernels, stream, &plan, on_gpu)?)),
+            Some(_) => DeviceSolver::Thomas(DeviceThomas::upload(stream, thomas)?),
+            None => DeviceSolver::Spike(Box::new(DeviceSpike::upload(kernels, stream, plan, on_gpu)?)),
         }),
     };
     let mut on_device = stream.alloc_zeros::<T>(size * on_gpu.max(1)).map_err(driver_err("allocation"))?;
@@ -273,7 +272,7 @@ fn split<T: Real>(
     match plan.thomas() {
         _ if on_gpu == 0 => {}
         Some(t) => t.solve_interleaved(&mut want, on_gpu),
-        None => solve_columns(&plan, &mut want, size, on_gpu),
+        None => solve_columns(plan, &mut want, size, on_gpu),
     }
     f["bitwise_cpu"] = solved.iter().zip(&want).all(|(x, y)| x.f64().to_bits() == y.f64().to_bits()).into();
     f["cpu_share"] = share.into();

@@ -56,6 +56,9 @@ pub struct HeatCuda<T: Real> {
     ny: i32,
 }
 
+/// Nodes per thread of `heat2d_l2` along y (HEAT2D_NODES of kernels/heat.cu).
+const HEAT2D_NODES: usize = 4;
+
 impl<T: Real> HeatCuda<T> {
     pub fn new(gpu: &Gpu, opts: &GpuOptions, grid: &Grid, init: &[T]) -> Result<Self> {
         gpu.check_block(opts.block())?;
@@ -66,9 +69,8 @@ impl<T: Real> HeatCuda<T> {
             (HeatKernel::Heat1d, LaunchConfig { grid_dim: ((nx as u32).div_ceil(bx), 1, 1), block_dim: (bx, 1, 1), shared_mem_bytes: 0 })
         } else {
             match opts.variant {
-                // HEAT2D_NODES (4) nodes per thread along y.
                 Variant::L2 => {
-                    let grid_dim = gpu.grid_2d(nx, ny.div_ceil(4), opts.block())?;
+                    let grid_dim = gpu.grid_2d(nx, ny.div_ceil(HEAT2D_NODES), opts.block())?;
                     (HeatKernel::Heat2dL2, LaunchConfig { grid_dim, block_dim: (bx, by, 1), shared_mem_bytes: 0 })
                 }
                 Variant::Shared => {

@@ -121,33 +121,68 @@ pub fn kinetic_part(w: V4, nx: f64, ny: f64, along_t: bool, along_n: bool) -> Ki
 /// only where rho beta^(5/2) leaves [e^-708, e^708] (not a gas state of an Euler run).
 #[inline(always)]
 pub fn kinetic_of_q_fast(q: V4, nx: f64, ny: f64) -> Kinetic {
+    kinetic_of_q_fast_in::<3>(q, nx, ny)
+}
+
+/// [`kinetic_of_q_fast`] where the error functions' arguments need at most `ERF_PIECES` of
+/// [`fast_math::erf`]'s pieces ([`erf_pieces_of_q`]): the same bits with less arithmetic.
+#[inline(always)]
+pub fn kinetic_of_q_fast_in<const ERF_PIECES: u8>(q: V4, nx: f64, ny: f64) -> Kinetic {
     const _: () = assert!(GAMMA == 1.4, "rho's power of beta holds for gamma = 1.4");
-    let beta = -0.5 * q[3];
-    let tau = 0.5 / beta;
-    let (u, v) = (q[1] * tau, q[2] * tau);
-    let u2 = u * u + v * v;
-    let sqrt_beta = beta.sqrt();
-    let rho = fast_math::exp(q[0] + beta * u2) / (beta * beta * sqrt_beta);
-    let ut = u * ny - v * nx;
-    let un = u * nx + v * ny;
-    let (st, sn) = (ut * sqrt_beta, un * sqrt_beta);
-    let (erf_t, erf_n) = (fast_math::erf(st), fast_math::erf(sn));
+    let f = FrameOfQ::new(q, nx, ny);
+    let rho = fast_math::exp(q[0] + f.beta * f.u2) / (f.beta * f.beta * f.sqrt_beta);
+    let erf = fast_math::erf_in::<ERF_PIECES>;
+    let (erf_t, erf_n) = (erf(f.st), erf(f.sn));
     // 1 / (2 sqrt(pi beta))
-    let b = 0.25 * std::f64::consts::FRAC_2_SQRT_PI / sqrt_beta;
+    let b = 0.25 * std::f64::consts::FRAC_2_SQRT_PI / f.sqrt_beta;
     Kinetic {
         rho,
-        ut,
-        un,
-        pr: rho * tau,
-        t: tau,
+        ut: f.ut,
+        un: f.un,
+        pr: rho * f.tau,
+        t: f.tau,
         at_p: 0.5 * (1.0 + erf_t),
         at_m: 0.5 * (1.0 - erf_t),
         an_p: 0.5 * (1.0 + erf_n),
         an_m: 0.5 * (1.0 - erf_n),
-        bt: fast_math::exp(-st * st) * b,
-        bn: fast_math::exp(-sn * sn) * b,
-        h: H_FAC * tau + 0.5 * u2,
-        eb: EB_FAC * tau + 0.5 * u2,
+        bt: fast_math::exp(-f.st * f.st) * b,
+        bn: fast_math::exp(-f.sn * f.sn) * b,
+        h: H_FAC * f.tau + 0.5 * f.u2,
+        eb: EB_FAC * f.tau + 0.5 * f.u2,
+    }
+}
+
+/// How many of [`fast_math::erf`]'s pieces [`kinetic_of_q_fast`] of `q` needs (1 to 3).
+#[inline(always)]
+pub fn erf_pieces_of_q(q: V4, nx: f64, ny: f64) -> u8 {
+    let f = FrameOfQ::new(q, nx, ny);
+    fast_math::erf_piece(f.st).max(fast_math::erf_piece(f.sn))
+}
+
+/// Velocity and temperature of a q-state in the frame (nx, ny): beta = -q4/2, tau = p/rho =
+/// 1/(2 beta), |u|^2, sqrt(beta), the velocity (ut, un) and the scaled speeds (st, sn) =
+/// (ut, un) sqrt(beta) that the error functions take.
+struct FrameOfQ {
+    beta: f64,
+    tau: f64,
+    u2: f64,
+    sqrt_beta: f64,
+    ut: f64,
+    un: f64,
+    st: f64,
+    sn: f64,
+}
+
+impl FrameOfQ {
+    #[inline(always)]
+    fn new(q: V4, nx: f64, ny: f64) -> Self {
+        let beta = -0.5 * q[3];
+        let tau = 0.5 / beta;
+        let (u, v) = (q[1] * tau, q[2] * tau);
+        let sqrt_beta = beta.sqrt();
+        let ut = u * ny - v * nx;
+        let un = u * nx + v * ny;
+        FrameOfQ { beta, tau, u2: u * u + v * v, sqrt_beta, ut, un, st: ut * sqrt_beta, sn: un * sqrt_beta }
     }
 }
 
@@ -267,7 +302,7 @@ impl<const M: usize> LsSums<M> {
     }
 
     /// Add a neighbour at offset (ds, dn) with weight w and differences df.
-    #[inline]
+    #[inline(always)]
     pub fn add(&mut self, ds: f64, dn: f64, w: f64, df: &[f64; M]) {
         self.sss += w * ds * ds;
         self.snn += w * dn * dn;
@@ -317,14 +352,14 @@ impl<const M: usize> Default for LsSums<M> {
 pub fn venkat(q: f64, d: f64, qmax: f64, qmin: f64, eps2: f64) -> f64 {
     let q_tilde = q - 0.5 * d;
     let del_neg = q_tilde - q;
-    if del_neg.abs() <= LIMITER_THRESHOLD {
-        return 1.0;
-    }
+    // Written as selects (the division is done even where its result is not taken), so
+    // that a loop over edge ends vectorises.
     let del_pos = if del_neg > 0.0 { qmax - q } else { qmin - q };
     let num = (del_pos * del_pos + eps2) * del_neg + 2.0 * del_neg * del_neg * del_pos;
     let den = (del_pos * del_pos + 2.0 * del_neg * del_neg + del_neg * del_pos + eps2) * del_neg;
     let phi = num / den;
-    if phi < 1.0 { phi } else { 1.0 }
+    let phi = if phi < 1.0 { phi } else { 1.0 };
+    if del_neg.abs() <= LIMITER_THRESHOLD { 1.0 } else { phi }
 }
 
 /// `(K min_dist)^6`, the epsilon squared of the limiter (reference form).
@@ -347,7 +382,7 @@ pub enum Reconstruct {
 }
 
 /// Venkatakrishnan-limited reconstruction `q - 1/2 phi (dx q_x + dy q_y)` at one end of an edge.
-#[inline]
+#[inline(always)]
 #[allow(clippy::too_many_arguments)] // the per-edge inputs of one inlined formula
 pub fn reconstruct_venkat(q: &V4, qx: &V4, qy: &V4, qmax: &V4, qmin: &V4, eps2: f64, dx: f64, dy: f64) -> V4 {
     let mut out = [0.0; 4];

@@ -81,7 +81,7 @@ pub fn local_dt(c: &Cloud, prim: &[V4], cfl: f64, i: usize) -> f64 {
 }
 
 /// First-order least-squares q-derivatives and the min/max of q over the full stencil.
-#[inline]
+#[inline(always)]
 pub fn first_order(c: &Cloud, q: &[V4], power: f64, i: usize) -> (V4, V4, V4, V4) {
     let qi = q[i];
     let mut qmax = qi;
@@ -110,20 +110,22 @@ pub fn first_order(c: &Cloud, q: &[V4], power: f64, i: usize) -> (V4, V4, V4, V4
 }
 
 /// One Jacobi inner sweep for point i (spec 5.2).
-#[inline]
+#[inline(always)]
 pub fn inner_sweep(c: &Cloud, q: &[V4], qx: &[V4], qy: &[V4], power: f64, i: usize) -> (V4, V4) {
     let mut ls = LsSums::<4>::new();
+    let (qi, qxi, qyi) = (q[i], qx[i], qy[i]);
     for &kk in c.conn.of(i) {
         let kk = kk as usize;
         let dx = c.x[kk] - c.x[i];
         let dy = c.y[kk] - c.y[i];
         let w = k::ls_weight(dx, dy, power);
-        let mut df = [0.0; 4];
-        for r in 0..4 {
-            let qi_hat = q[i][r] - 0.5 * (dx * qx[i][r] + dy * qy[i][r]);
-            let qk_hat = q[kk][r] - 0.5 * (dx * qx[kk][r] + dy * qy[kk][r]);
-            df[r] = qk_hat - qi_hat;
-        }
+        let (qk, qxk, qyk) = (q[kk], qx[kk], qy[kk]);
+        // the four components side by side (one vector)
+        let df: V4 = std::array::from_fn(|r| {
+            let qi_hat = qi[r] - 0.5 * (dx * qxi[r] + dy * qyi[r]);
+            let qk_hat = qk[r] - 0.5 * (dx * qxk[r] + dy * qyk[r]);
+            qk_hat - qi_hat
+        });
         ls.add(dx, dy, w, &df);
     }
     ls.solve()
@@ -218,30 +220,41 @@ impl FluxInput<'_> {
         stencil_sum(c.flag[i], &ls)
     }
 
-    /// [`FluxInput::residual`] with [`k::kinetic_of_q_fast`] and the scratch `ends`: the
-    /// kinetic states of the edge ends are computed [`BATCH`] edges at a time, in a loop with
-    /// no branches, which the compiler vectorises.
+    /// [`FluxInput::residual`] with [`k::kinetic_of_q_fast`] and the scratch `ends`, [`BATCH`]
+    /// edges at a time: the kinetic states of their ends, then their flux differences and
+    /// least-squares terms, each in a loop over the edges with no branches, which the compiler
+    /// vectorises. The sums take the terms in neighbour order, so the result is the bits of a
+    /// per-edge loop (`fast_residual_equals_the_per_edge_loop`).
     #[inline(always)]
     pub fn residual_fast(&self, i: usize, ends: &mut Ends) -> V4 {
+        match self.c.flag[i] {
+            INTERIOR => self.residual_fast_of::<INTERIOR>(i, ends),
+            WALL => self.residual_fast_of::<WALL>(i, ends),
+            _ => self.residual_fast_of::<OUTER>(i, ends),
+        }
+    }
+
+    /// [`FluxInput::residual_fast`] of a point of type `FLAG` (its stencils' fluxes fixed).
+    #[inline(always)]
+    fn residual_fast_of<const FLAG: u8>(&self, i: usize, ends: &mut Ends) -> V4 {
         let c = self.c;
-        let kinds = stencil_kinds(c.flag[i]);
         let mut ls = [LsSums::<4>::new(); 4];
         for edges in c.conn.of(i).chunks(BATCH) {
-            // q reconstructed at both ends of each edge: point i in lane 2e, neighbour in 2e + 1.
+            // Lane e holds edge e: point i's end in the first half, the neighbour's from `half`.
+            let half = edges.len().next_multiple_of(4);
             for (e, &kk) in edges.iter().enumerate() {
                 let kk = kk as usize;
-                let (dx, dy) = (c.x[kk] - c.x[i], c.y[kk] - c.y[i]);
-                ends.set_q(2 * e, self.reconstruct(i, i, dx, dy));
-                ends.set_q(2 * e + 1, self.reconstruct(kk, i, dx, dy));
+                let edge = self.edge(i, kk);
+                ends.set_q(e, self.reconstruct(i, i, edge.dx, edge.dy));
+                ends.set_q(half + e, self.reconstruct(kk, i, edge.dx, edge.dy));
+                ends.set_edge(e, &edge);
             }
             // Every stencil an edge can be in needs the terms along both t and n (an edge is
             // in the +t or the -t stencil, and in a +n or -n one), so all are computed.
-            ends.kinetic(2 * edges.len(), c.nx[i], c.ny[i]);
-            for (e, &kk) in edges.iter().enumerate() {
-                self.edge(i, kk as usize).accumulate(&mut ls, &kinds, &ends.get(2 * e), &ends.get(2 * e + 1));
-            }
+            ends.kinetic(edges.len(), half, c.nx[i], c.ny[i]);
+            ends.accumulate(&stencil_kinds(FLAG), edges.len(), half, &mut ls);
         }
-        stencil_sum(c.flag[i], &ls)
+        stencil_sum(FLAG, &ls)
     }
 
     /// The edge from point i to neighbour kk in the frame of i.
@@ -373,16 +386,31 @@ impl Edge {
 /// Edges whose end states [`FluxInput::residual_fast`] computes together.
 pub const BATCH: usize = 16;
 
-/// The two ends of up to [`BATCH`] edges: reconstructed q in, kinetic states out, one array per
-/// quantity (the layout a vector loop reads and writes).
+/// Least-squares terms of a stencil: sss, snn, ssn, sdf[0..4], ndf[0..4] (as [`LsSums::add`]).
+const TERMS: usize = 11;
+
+/// Up to [`BATCH`] edges of a point, one lane each: reconstructed q at both ends in, kinetic
+/// states out, the edges' offsets and per-stencil weights (0 outside the stencil), one array
+/// per quantity (the layout a vector loop reads and writes).
 pub struct Ends {
     q: [[f64; 2 * BATCH]; 4],
     k: [[f64; 2 * BATCH]; 13],
+    ds: [f64; BATCH],
+    dn: [f64; BATCH],
+    w: [[f64; BATCH]; 4],
+    terms: [[f64; BATCH]; 4 * TERMS],
 }
 
 impl Default for Ends {
     fn default() -> Self {
-        Ends { q: [[0.0; 2 * BATCH]; 4], k: [[0.0; 2 * BATCH]; 13] }
+        Ends {
+            q: [[0.0; 2 * BATCH]; 4],
+            k: [[0.0; 2 * BATCH]; 13],
+            ds: [0.0; BATCH],
+            dn: [0.0; BATCH],
+            w: [[0.0; BATCH]; 4],
+            terms: [[0.0; BATCH]; 4 * TERMS],
+        }
     }
 }
 
@@ -394,19 +422,81 @@ impl Ends {
         }
     }
 
-    /// The kinetic states of lanes `0..n` in the frame (nx, ny) with the fast functions; lanes
-    /// up to a multiple of 8 (an AVX-512 vector) repeat lane 0, so that no lane is left to a
-    /// scalar remainder loop.
     #[inline(always)]
-    fn kinetic(&mut self, n: usize, nx: f64, ny: f64) {
-        let padded = n.next_multiple_of(8).min(2 * BATCH);
+    fn set_edge(&mut self, lane: usize, e: &Edge) {
+        (self.ds[lane], self.dn[lane]) = (e.ds, e.dn);
+        for (w, member) in self.w.iter_mut().zip(e.member) {
+            // (a product, not a branch: membership follows the sign of ds or dn)
+            w[lane] = e.w * f64::from(u8::from(member));
+        }
+    }
+
+    /// The kinetic states of edges `0..n` (lanes `e` and `half + e`) in the frame (nx, ny) with
+    /// the fast functions; lanes `n..half` of each half repeat lane 0 (with weight 0), so that
+    /// no lane is left to a scalar remainder loop.
+    #[inline(always)]
+    fn kinetic(&mut self, n: usize, half: usize, nx: f64, ny: f64) {
+        let half = half.min(BATCH);
         for row in &mut self.q {
             let first = row[0];
-            row[n..padded].fill(first);
+            row[n..half].fill(first);
+            row[half + n..2 * half].fill(first);
         }
+        for w in &mut self.w {
+            w[n..half].fill(0.0);
+        }
+        // Near the free stream every scaled speed is below 0.84375, where erf needs only the
+        // first of its three pieces; the batch takes the fewest pieces all its lanes need.
+        let q = &self.q;
+        let lane = |j: usize| [q[0][j], q[1][j], q[2][j], q[3][j]];
+        let pieces = (0..2 * half).fold(1, |p, j| p.max(k::erf_pieces_of_q(lane(j), nx, ny)));
+        match pieces {
+            1 => self.kinetic_in::<1>(2 * half, nx, ny),
+            2 => self.kinetic_in::<2>(2 * half, nx, ny),
+            _ => self.kinetic_in::<3>(2 * half, nx, ny),
+        }
+    }
+
+    /// Adds the flux differences of edges `0..n` to the sums of the stencils they are in: the
+    /// terms of every edge and stencil in one loop (weight 0 where the edge is not in the
+    /// stencil: its terms are ±0 and leave the sums' bits alone), then summed in edge order.
+    #[inline(always)]
+    fn accumulate(&mut self, kinds: &[FluxKind; 4], n: usize, half: usize, ls: &mut [LsSums<4>; 4]) {
+        // (the bound lets the compiler drop the index checks and vectorise)
+        let half = half.min(BATCH);
+        for e in 0..half {
+            let (ki, kk) = (self.get(e), self.get(half + e));
+            let (ds, dn) = (self.ds[e], self.dn[e]);
+            for (m, &kind) in kinds.iter().enumerate() {
+                let (gi, gk) = (k::flux_of(kind, &ki), k::flux_of(kind, &kk));
+                let (wds, wdn) = (self.w[m][e] * ds, self.w[m][e] * dn);
+                let t = &mut self.terms[TERMS * m..TERMS * (m + 1)];
+                (t[0][e], t[1][e], t[2][e]) = (wds * ds, wdn * dn, wds * dn);
+                for r in 0..4 {
+                    let d = gk[r] - gi[r];
+                    (t[3 + r][e], t[7 + r][e]) = (wds * d, wdn * d);
+                }
+            }
+        }
+        for e in 0..n.min(half) {
+            for (m, s) in ls.iter_mut().enumerate() {
+                let t = &self.terms[TERMS * m..TERMS * (m + 1)];
+                s.sss += t[0][e];
+                s.snn += t[1][e];
+                s.ssn += t[2][e];
+                for r in 0..4 {
+                    s.sdf[r] += t[3 + r][e];
+                    s.ndf[r] += t[7 + r][e];
+                }
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn kinetic_in<const ERF_PIECES: u8>(&mut self, padded: usize, nx: f64, ny: f64) {
         let (q, out) = (&self.q, &mut self.k);
-        for j in 0..padded {
-            let s = k::kinetic_of_q_fast([q[0][j], q[1][j], q[2][j], q[3][j]], nx, ny);
+        for j in 0..padded.min(2 * BATCH) {
+            let s = k::kinetic_of_q_fast_in::<ERF_PIECES>([q[0][j], q[1][j], q[2][j], q[3][j]], nx, ny);
             let v = [s.rho, s.ut, s.un, s.pr, s.t, s.at_p, s.at_m, s.an_p, s.an_m, s.bt, s.bn, s.h, s.eb];
             for (o, x) in out.iter_mut().zip(v) {
                 o[j] = x;
@@ -625,24 +715,56 @@ impl RkState for CpuStages<'_> {
 pub fn q_derivatives(c: &Cloud, s: &mut State, set: &Settings) {
     {
         let q = &s.q;
-        s.qx.par_iter_mut()
-            .zip(s.qy.par_iter_mut())
-            .zip(s.qmax.par_iter_mut().zip(s.qmin.par_iter_mut()))
+        s.qx.par_chunks_mut(CHUNK)
+            .zip(s.qy.par_chunks_mut(CHUNK))
+            .zip(s.qmax.par_chunks_mut(CHUNK).zip(s.qmin.par_chunks_mut(CHUNK)))
             .enumerate()
-            .for_each(|(i, ((qx, qy), (qmax, qmin)))| {
-                (*qx, *qy, *qmax, *qmin) = first_order(c, q, set.power, i);
+            .for_each(|(b, ((qx, qy), (qmax, qmin)))| {
+                with_simd(
+                    #[inline(always)]
+                    || {
+                        for (j, (((qx, qy), qmax), qmin)) in qx.iter_mut().zip(qy).zip(qmax).zip(qmin).enumerate() {
+                            (*qx, *qy, *qmax, *qmin) = first_order(c, q, set.power, b * CHUNK + j);
+                        }
+                    },
+                )
             });
     }
     for _ in 0..set.inner_iterations {
         {
             let (q, qx, qy) = (&s.q, &s.qx, &s.qy);
-            s.qx2.par_iter_mut().zip(s.qy2.par_iter_mut()).enumerate().for_each(|(i, (a, b))| {
-                (*a, *b) = inner_sweep(c, q, qx, qy, set.power, i);
+            s.qx2.par_chunks_mut(CHUNK).zip(s.qy2.par_chunks_mut(CHUNK)).enumerate().for_each(|(b, (qx2, qy2))| {
+                with_simd(
+                    #[inline(always)]
+                    || {
+                        for (j, (a, d)) in qx2.iter_mut().zip(qy2).enumerate() {
+                            (*a, *d) = inner_sweep(c, q, qx, qy, set.power, b * CHUNK + j);
+                        }
+                    },
+                )
             });
         }
         std::mem::swap(&mut s.qx, &mut s.qx2);
         std::mem::swap(&mut s.qy, &mut s.qy2);
     }
+}
+
+/// Runs `f` built for AVX2 where the CPU has it (the q-derivatives: plain `*` and `+`, no
+/// FMA contraction, so the bits are those of the portable build).
+#[inline(always)]
+fn with_simd(f: impl FnOnce()) {
+    #[cfg(target_arch = "x86_64")]
+    if Simd::detect() != Simd::None {
+        // SAFETY: the CPU has AVX2 (detected).
+        return unsafe { avx2(f) };
+    }
+    f()
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn avx2(f: impl FnOnce()) {
+    f()
 }
 
 /// Which surface points enter the force integration.
@@ -825,6 +947,47 @@ mod tests {
             for m in 0..4 {
                 assert!((fast[i][m] - exact[i][m]).abs() <= 1e-13 * scale, "point {i} [{m}]: {fast:?} vs {exact:?}");
             }
+        }
+    }
+
+    /// The per-edge loop that [`FluxInput::residual_fast`] vectorises: the fast kinetic state
+    /// of each end, the edge's terms added to the stencils it is in.
+    fn residual_fast_per_edge(fi: &FluxInput, i: usize) -> V4 {
+        let c = fi.c;
+        let kinds = stencil_kinds(c.flag[i]);
+        let mut ls = [LsSums::<4>::new(); 4];
+        for &kk in c.conn.of(i) {
+            let e = fi.edge(i, kk as usize);
+            let state = |p: usize| k::kinetic_of_q_fast(fi.reconstruct(p, i, e.dx, e.dy), c.nx[i], c.ny[i]);
+            e.accumulate(&mut ls, &kinds, &state(i), &state(kk as usize));
+        }
+        stencil_sum(c.flag[i], &ls)
+    }
+
+    #[test]
+    fn fast_residual_equals_the_per_edge_loop() {
+        let mut seed = 11u64;
+        let mut c = jittered(9, &mut seed);
+        for i in 0..9 {
+            (c.flag[i], c.flag[72 + i]) = (WALL, OUTER);
+        }
+        c.build_stencils();
+        let set = settings(2, 5.0, 0.0, k::free_stream(0.63, 2.0));
+        let mut s = State::new(c.len(), set.winf);
+        let mut pieces = [0; 4];
+        for i in 0..c.len() {
+            // near free stream on the left (erf's first piece only), up to Mach 3 on the right
+            let w = [1.0 + 0.3 * c.x[i], 0.5 + 3.0 * c.x[i] * c.x[i], 0.6 * c.y[i] - 0.3, 0.7 + 0.2 * c.y[i]];
+            s.q[i] = k::q_of_prim(w);
+            pieces[k::erf_pieces_of_q(s.q[i], c.nx[i], c.ny[i]) as usize] += 1;
+        }
+        assert!(pieces[1] > 0 && pieces[2] > 0 && pieces[3] > 0, "{pieces:?}");
+        q_derivatives(&c, &mut s, &set);
+        let fi = FluxInput { c: &c, q: &s.q, qx: &s.qx, qy: &s.qy, qmax: &s.qmax, qmin: &s.qmin, set: &set };
+        let mut fast = vec![[0.0; 4]; c.len()];
+        residuals(&fi, Math::Fast, &mut fast);
+        for (i, r) in fast.iter().enumerate() {
+            assert_eq!(r.map(f64::to_bits), residual_fast_per_edge(&fi, i).map(f64::to_bits), "point {i}");
         }
     }
 

@@ -134,8 +134,8 @@ const SMALL: f64 = 0.84375;
 const MID: f64 = 1.25;
 
 /// [`erf`] for arguments that need at most its first `PIECES` pieces ([`erf_piece`]): the
-/// same bits there, with the arithmetic of the pieces above left out, so that a vector loop
-/// whose arguments are all small does about a fifth of the work.
+/// same bits there, with the arithmetic of the pieces above left out (a vector loop evaluates
+/// every piece in every lane).
 #[inline(always)]
 pub fn erf_in<const PIECES: u8>(x: f64) -> f64 {
     // |x| < 0.84375: erf = x + x P(x^2) / Q(x^2)

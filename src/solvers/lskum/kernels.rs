@@ -291,14 +291,13 @@ pub struct LsSums<const M: usize> {
     pub sss: f64,
     pub snn: f64,
     pub ssn: f64,
-    pub sdf: [f64; M],
-    pub ndf: [f64; M],
+    pub rhs: LsRhs<M>,
 }
 
 impl<const M: usize> LsSums<M> {
     #[inline]
     pub fn new() -> Self {
-        LsSums { sss: 0.0, snn: 0.0, ssn: 0.0, sdf: [0.0; M], ndf: [0.0; M] }
+        LsSums { sss: 0.0, snn: 0.0, ssn: 0.0, rhs: LsRhs::new() }
     }
 
     /// Add a neighbour at offset (ds, dn) with weight w and differences df.
@@ -307,16 +306,19 @@ impl<const M: usize> LsSums<M> {
         self.sss += w * ds * ds;
         self.snn += w * dn * dn;
         self.ssn += w * ds * dn;
-        for ((s, n), &d) in self.sdf.iter_mut().zip(&mut self.ndf).zip(df) {
-            *s += w * ds * d;
-            *n += w * dn * d;
-        }
+        self.rhs.add(ds, dn, w, df);
     }
 
     /// Determinant of the 2x2 normal matrix.
     #[inline]
     pub fn det(&self) -> f64 {
         self.sss * self.snn - self.ssn * self.ssn
+    }
+
+    /// The normal matrix of the sums.
+    #[inline]
+    pub fn matrix(&self) -> LsMatrix {
+        LsMatrix { sss: self.sss, snn: self.snn, ssn: self.ssn, inv_det: 1.0 / self.det() }
     }
 
     /// (d/ds, d/dn) of the M quantities.
@@ -328,19 +330,76 @@ impl<const M: usize> LsSums<M> {
     /// d/ds only.
     #[inline]
     pub fn d_ds(&self) -> [f64; M] {
-        let one_by_det = 1.0 / self.det();
-        std::array::from_fn(|r| (self.snn * self.sdf[r] - self.ssn * self.ndf[r]) * one_by_det)
+        self.rhs.d_ds(&self.matrix())
     }
 
     /// d/dn only.
     #[inline]
     pub fn d_dn(&self) -> [f64; M] {
-        let one_by_det = 1.0 / self.det();
-        std::array::from_fn(|r| (self.sss * self.ndf[r] - self.ssn * self.sdf[r]) * one_by_det)
+        self.rhs.d_dn(&self.matrix())
     }
 }
 
 impl<const M: usize> Default for LsSums<M> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The normal matrix of a least-squares stencil (sums of w ds^2, w dn^2, w ds dn) and the
+/// inverse of its determinant: it depends on the cloud and the weights only, so a run sums
+/// it once ([`super::scheme::LsMatrices`]) rather than in every derivative.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct LsMatrix {
+    pub sss: f64,
+    pub snn: f64,
+    pub ssn: f64,
+    pub inv_det: f64,
+}
+
+/// The right-hand sides of a least-squares derivative of `M` quantities (sums of w ds df and
+/// w dn df), solved with the stencil's [`LsMatrix`].
+#[derive(Clone, Copy, Debug)]
+pub struct LsRhs<const M: usize> {
+    pub sdf: [f64; M],
+    pub ndf: [f64; M],
+}
+
+impl<const M: usize> LsRhs<M> {
+    #[inline(always)]
+    pub fn new() -> Self {
+        LsRhs { sdf: [0.0; M], ndf: [0.0; M] }
+    }
+
+    /// Add a neighbour at offset (ds, dn) with weight w and differences df.
+    #[inline(always)]
+    pub fn add(&mut self, ds: f64, dn: f64, w: f64, df: &[f64; M]) {
+        for ((s, n), &d) in self.sdf.iter_mut().zip(&mut self.ndf).zip(df) {
+            *s += w * ds * d;
+            *n += w * dn * d;
+        }
+    }
+
+    /// (d/ds, d/dn) of the M quantities.
+    #[inline(always)]
+    pub fn solve(&self, m: &LsMatrix) -> ([f64; M], [f64; M]) {
+        (self.d_ds(m), self.d_dn(m))
+    }
+
+    /// d/ds only.
+    #[inline(always)]
+    pub fn d_ds(&self, m: &LsMatrix) -> [f64; M] {
+        std::array::from_fn(|r| (m.snn * self.sdf[r] - m.ssn * self.ndf[r]) * m.inv_det)
+    }
+
+    /// d/dn only.
+    #[inline(always)]
+    pub fn d_dn(&self, m: &LsMatrix) -> [f64; M] {
+        std::array::from_fn(|r| (m.sss * self.ndf[r] - m.ssn * self.sdf[r]) * m.inv_det)
+    }
+}
+
+impl<const M: usize> Default for LsRhs<M> {
     fn default() -> Self {
         Self::new()
     }

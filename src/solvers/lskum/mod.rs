@@ -231,7 +231,7 @@ impl Lskum {
             Renumber::None => cloud,
         };
         let set = p.settings();
-        let st = State::new(cloud.len(), set.winf);
+        let st = State::new(&cloud, &set);
         Lskum {
             params: p.clone(),
             cloud,
@@ -258,7 +258,7 @@ impl Lskum {
         if let Device::Cuda(gpu, o) = device {
             self.dev = Some(cuda::LskumCuda::new(gpu, o, &self.cloud, &self.st.prim, &self.set)?);
             // The host keeps the state's copy only, not the CPU scheme's scratch.
-            self.st = State { prim: std::mem::take(&mut self.st.prim), ..State::new(0, self.set.winf) };
+            self.st = State { prim: std::mem::take(&mut self.st.prim), ..State::new(&Cloud::default(), &self.set) };
             let scratch = match o.variant {
                 crate::cuda::Variant::L2 => "registers",
                 crate::cuda::Variant::Shared => "shared",
@@ -676,8 +676,9 @@ pub fn memory_estimate(p: &LskumParams) -> usize {
             r.consume(n);
         }
     }
-    // 11 four-component arrays + 2 scalars of state, 5 of geometry, ~16 links in 5 CSR lists
-    lines * (11 * 32 + 2 * 8 + 5 * 8 + 16 * 4 * 2 + 5 * 4)
+    // 11 four-component arrays + 2 scalars of state, 5 of geometry, 5 least-squares matrices
+    // (4 values each), ~16 links in 5 CSR lists
+    lines * (11 * 32 + 2 * 8 + 5 * 8 + 5 * 32 + 16 * 4 * 2 + 5 * 4)
 }
 
 /// Lines for `sim check`: the cloud and the settings.

@@ -6,7 +6,7 @@
 use rayon::prelude::*;
 
 use super::cloud::{Cloud, Csr, INTERIOR, OUTER, WALL};
-use super::kernels::{self as k, FluxKind, Kinetic, LsSums, Reconstruct, V4};
+use super::kernels::{self as k, FluxKind, Kinetic, LsMatrix, LsRhs, LsSums, Reconstruct, V4};
 use crate::cpu::{Math, Simd};
 use crate::error::Result;
 use crate::numerics::rk::{self, RkState, Scheme, Stage};
@@ -26,7 +26,8 @@ pub struct Settings {
     pub math: Math,
 }
 
-/// Per-point scratch and state, one array per quantity (four components stored together).
+/// Per-point scratch and state, one array per quantity (four components stored together),
+/// and the least-squares matrices of the cloud.
 pub struct State {
     pub prim: Vec<V4>,
     pub prim_old: Vec<V4>,
@@ -41,10 +42,13 @@ pub struct State {
     pub dt: Vec<f64>,
     /// Squared density change of the last stage (0 at outer points).
     pub dsq: Vec<f64>,
+    pub ls: LsMatrices,
 }
 
 impl State {
-    pub fn new(n: usize, w: V4) -> Self {
+    /// The free stream `set.winf` on cloud `c`.
+    pub fn new(c: &Cloud, set: &Settings) -> Self {
+        let (n, w) = (c.len(), set.winf);
         let z = vec![[0.0; 4]; n];
         State {
             prim: vec![w; n],
@@ -59,7 +63,48 @@ impl State {
             res: z,
             dt: vec![0.0; n],
             dsq: vec![0.0; n],
+            ls: LsMatrices::new(c, set.power),
         }
+    }
+}
+
+/// The least-squares matrices of every point's stencils: the full stencil in the global frame
+/// (q-derivatives) and the four split stencils (+t, -t, +n, -n) in the point's frame (flux
+/// residual). Each is summed over its neighbours in order, as the derivatives summed it
+/// before, so the derivatives keep their bits.
+#[derive(Default)]
+pub struct LsMatrices {
+    pub full: Vec<LsMatrix>,
+    pub split: Vec<[LsMatrix; 4]>,
+}
+
+impl LsMatrices {
+    pub fn new(c: &Cloud, power: f64) -> Self {
+        let full = (0..c.len())
+            .into_par_iter()
+            .map(|i| {
+                let mut ls = LsSums::<0>::new();
+                for &kk in c.conn.of(i) {
+                    let e = Edge::new(c, i, kk as usize, power);
+                    ls.add(e.dx, e.dy, e.w, &[]);
+                }
+                ls.matrix()
+            })
+            .collect();
+        let split = (0..c.len())
+            .into_par_iter()
+            .map(|i| {
+                let mut ls = [LsSums::<0>::new(); 4];
+                for &kk in c.conn.of(i) {
+                    let e = Edge::new(c, i, kk as usize, power);
+                    for m in (0..4).filter(|&m| e.member[m]) {
+                        ls[m].add(e.ds, e.dn, e.w, &[]);
+                    }
+                }
+                ls.map(|l| l.matrix())
+            })
+            .collect();
+        LsMatrices { full, split }
     }
 }
 
@@ -82,11 +127,11 @@ pub fn local_dt(c: &Cloud, prim: &[V4], cfl: f64, i: usize) -> f64 {
 
 /// First-order least-squares q-derivatives and the min/max of q over the full stencil.
 #[inline(always)]
-pub fn first_order(c: &Cloud, q: &[V4], power: f64, i: usize) -> (V4, V4, V4, V4) {
+pub fn first_order(c: &Cloud, q: &[V4], m: &LsMatrix, power: f64, i: usize) -> (V4, V4, V4, V4) {
     let qi = q[i];
     let mut qmax = qi;
     let mut qmin = qi;
-    let mut ls = LsSums::<4>::new();
+    let mut ls = LsRhs::<4>::new();
     for &kk in c.conn.of(i) {
         let kk = kk as usize;
         let dx = c.x[kk] - c.x[i];
@@ -105,14 +150,15 @@ pub fn first_order(c: &Cloud, q: &[V4], power: f64, i: usize) -> (V4, V4, V4, V4
         }
         ls.add(dx, dy, w, &df);
     }
-    let (qx, qy) = ls.solve();
+    let (qx, qy) = ls.solve(m);
     (qx, qy, qmax, qmin)
 }
 
 /// One Jacobi inner sweep for point i (spec 5.2).
 #[inline(always)]
-pub fn inner_sweep(c: &Cloud, q: &[V4], qx: &[V4], qy: &[V4], power: f64, i: usize) -> (V4, V4) {
-    let mut ls = LsSums::<4>::new();
+#[allow(clippy::too_many_arguments)] // the per-point inputs of one inlined loop
+pub fn inner_sweep(c: &Cloud, q: &[V4], qx: &[V4], qy: &[V4], m: &LsMatrix, power: f64, i: usize) -> (V4, V4) {
+    let mut ls = LsRhs::<4>::new();
     let (qi, qxi, qyi) = (q[i], qx[i], qy[i]);
     for &kk in c.conn.of(i) {
         let kk = kk as usize;
@@ -128,7 +174,7 @@ pub fn inner_sweep(c: &Cloud, q: &[V4], qx: &[V4], qy: &[V4], power: f64, i: usi
         });
         ls.add(dx, dy, w, &df);
     }
-    ls.solve()
+    ls.solve(m)
 }
 
 /// Inputs of the flux residual.
@@ -139,6 +185,7 @@ pub struct FluxInput<'a> {
     pub qy: &'a [V4],
     pub qmax: &'a [V4],
     pub qmin: &'a [V4],
+    pub ls: &'a LsMatrices,
     pub set: &'a Settings,
 }
 
@@ -217,7 +264,7 @@ impl FluxInput<'_> {
             let (ki, kk_) = (k::kinetic_part(wi, nx, ny, t, n), k::kinetic_part(wk, nx, ny, t, n));
             e.accumulate(&mut ls, &kinds, &ki, &kk_);
         }
-        stencil_sum(c.flag[i], &ls)
+        stencil_sum(c.flag[i], &ls.map(|l| l.rhs), &ls.map(|l| l.matrix()))
     }
 
     /// [`FluxInput::residual`] with [`k::kinetic_of_q_fast`] and the scratch `ends`, [`BATCH`]
@@ -238,7 +285,7 @@ impl FluxInput<'_> {
     #[inline(always)]
     fn residual_fast_of<const FLAG: u8>(&self, i: usize, ends: &mut Ends) -> V4 {
         let c = self.c;
-        let mut ls = [LsSums::<4>::new(); 4];
+        let mut ls = [LsRhs::<4>::new(); 4];
         for edges in c.conn.of(i).chunks(BATCH) {
             // Lane e holds edge e: point i's end in the first half, the neighbour's from `half`.
             let half = edges.len().next_multiple_of(4);
@@ -254,33 +301,13 @@ impl FluxInput<'_> {
             ends.kinetic(edges.len(), half, c.nx[i], c.ny[i]);
             ends.accumulate(&stencil_kinds(FLAG), edges.len(), half, &mut ls);
         }
-        stencil_sum(FLAG, &ls)
+        stencil_sum(FLAG, &ls, &self.ls.split[i])
     }
 
     /// The edge from point i to neighbour kk in the frame of i.
     #[inline(always)]
     fn edge(&self, i: usize, kk: usize) -> Edge {
-        let c = self.c;
-        let (nx, ny, flag) = (c.nx[i], c.ny[i], c.flag[i]);
-        let dx = c.x[kk] - c.x[i];
-        let dy = c.y[kk] - c.y[i];
-        let ds = dx * ny - dy * nx;
-        let dn = dx * nx + dy * ny;
-        let member = [
-            ds <= 0.0,
-            ds >= 0.0,
-            match flag {
-                INTERIOR => dn <= 0.0,
-                WALL => false,
-                _ => true,
-            },
-            match flag {
-                INTERIOR => dn >= 0.0,
-                WALL => true,
-                _ => false,
-            },
-        ];
-        Edge { dx, dy, ds, dn, w: k::ls_weight(dx, dy, self.set.power), member }
+        Edge::new(self.c, i, kk, self.set.power)
     }
 
     /// Flux residual of point i stencil by stencil (reference form of [`FluxInput::residual`]).
@@ -329,25 +356,25 @@ fn stencil_kinds(flag: u8) -> [FluxKind; 4] {
     }
 }
 
-/// The residual from the least-squares sums of the four stencils.
+/// The residual from the least-squares right-hand sides and matrices of the four stencils.
 #[inline(always)]
-fn stencil_sum(flag: u8, ls: &[LsSums<4>; 4]) -> V4 {
+fn stencil_sum(flag: u8, ls: &[LsRhs<4>; 4], m: &[LsMatrix; 4]) -> V4 {
     let mut r = [0.0; 4];
     match flag {
         INTERIOR => {
-            let (a, b, cc, d) = (ls[0].d_ds(), ls[1].d_ds(), ls[2].d_dn(), ls[3].d_dn());
+            let (a, b, cc, d) = (ls[0].d_ds(&m[0]), ls[1].d_ds(&m[1]), ls[2].d_dn(&m[2]), ls[3].d_dn(&m[3]));
             for m in 0..4 {
                 r[m] = a[m] + b[m] + cc[m] + d[m];
             }
         }
         WALL => {
-            let (a, b, d) = (ls[0].d_ds(), ls[1].d_ds(), ls[3].d_dn());
+            let (a, b, d) = (ls[0].d_ds(&m[0]), ls[1].d_ds(&m[1]), ls[3].d_dn(&m[3]));
             for m in 0..4 {
                 r[m] = 2.0 * (a[m] + b[m] + d[m]);
             }
         }
         _ => {
-            let (a, b, cc) = (ls[0].d_ds(), ls[1].d_ds(), ls[2].d_dn());
+            let (a, b, cc) = (ls[0].d_ds(&m[0]), ls[1].d_ds(&m[1]), ls[2].d_dn(&m[2]));
             for m in 0..4 {
                 r[m] = a[m] + b[m] + cc[m];
             }
@@ -368,6 +395,31 @@ struct Edge {
 }
 
 impl Edge {
+    /// The edge from point i to neighbour kk in the frame of i, weighted `d^power`.
+    #[inline(always)]
+    fn new(c: &Cloud, i: usize, kk: usize, power: f64) -> Self {
+        let (nx, ny, flag) = (c.nx[i], c.ny[i], c.flag[i]);
+        let dx = c.x[kk] - c.x[i];
+        let dy = c.y[kk] - c.y[i];
+        let ds = dx * ny - dy * nx;
+        let dn = dx * nx + dy * ny;
+        let member = [
+            ds <= 0.0,
+            ds >= 0.0,
+            match flag {
+                INTERIOR => dn <= 0.0,
+                WALL => false,
+                _ => true,
+            },
+            match flag {
+                INTERIOR => dn >= 0.0,
+                WALL => true,
+                _ => false,
+            },
+        ];
+        Edge { dx, dy, ds, dn, w: k::ls_weight(dx, dy, power), member }
+    }
+
     /// Adds the flux differences of the edge (kinetic states `ki` at the point, `kk` at the
     /// neighbour) to the sums of the stencils it is in.
     #[inline(always)]
@@ -386,8 +438,8 @@ impl Edge {
 /// Edges whose end states [`FluxInput::residual_fast`] computes together.
 pub const BATCH: usize = 16;
 
-/// Least-squares terms of a stencil: sss, snn, ssn, sdf[0..4], ndf[0..4] (as [`LsSums::add`]).
-const TERMS: usize = 11;
+/// Least-squares terms of a stencil: sdf[0..4], ndf[0..4] (as [`LsRhs::add`]).
+const TERMS: usize = 8;
 
 /// Up to [`BATCH`] edges of a point, one lane each: reconstructed q at both ends in, kinetic
 /// states out, the edges' offsets and per-stencil weights (0 outside the stencil), one array
@@ -459,7 +511,7 @@ impl Ends {
     /// stencil: with finite fluxes its terms are ±0 and leave the sums' bits alone), then summed
     /// in edge order.
     #[inline(always)]
-    fn accumulate(&mut self, kinds: &[FluxKind; 4], n: usize, half: usize, ls: &mut [LsSums<4>; 4]) {
+    fn accumulate(&mut self, kinds: &[FluxKind; 4], n: usize, half: usize, ls: &mut [LsRhs<4>; 4]) {
         // (the bound lets the compiler drop the index checks and vectorise)
         let half = half.min(BATCH);
         for e in 0..half {
@@ -469,22 +521,18 @@ impl Ends {
                 let (gi, gk) = (k::flux_of(kind, &ki), k::flux_of(kind, &kk));
                 let (wds, wdn) = (self.w[m][e] * ds, self.w[m][e] * dn);
                 let t = &mut self.terms[TERMS * m..TERMS * (m + 1)];
-                (t[0][e], t[1][e], t[2][e]) = (wds * ds, wdn * dn, wds * dn);
                 for r in 0..4 {
                     let d = gk[r] - gi[r];
-                    (t[3 + r][e], t[7 + r][e]) = (wds * d, wdn * d);
+                    (t[r][e], t[4 + r][e]) = (wds * d, wdn * d);
                 }
             }
         }
         for e in 0..n.min(half) {
             for (m, s) in ls.iter_mut().enumerate() {
                 let t = &self.terms[TERMS * m..TERMS * (m + 1)];
-                s.sss += t[0][e];
-                s.snn += t[1][e];
-                s.ssn += t[2][e];
                 for r in 0..4 {
-                    s.sdf[r] += t[3 + r][e];
-                    s.ndf[r] += t[7 + r][e];
+                    s.sdf[r] += t[r][e];
+                    s.ndf[r] += t[4 + r][e];
                 }
             }
         }
@@ -687,7 +735,7 @@ impl RkState for CpuStages<'_> {
         let t1 = Instant::now();
         q_derivatives(c, s, set);
         let t2 = Instant::now();
-        let fi = FluxInput { c, q: &s.q, qx: &s.qx, qy: &s.qy, qmax: &s.qmax, qmin: &s.qmin, set };
+        let fi = FluxInput { c, q: &s.q, qx: &s.qx, qy: &s.qy, qmax: &s.qmax, qmin: &s.qmin, ls: &s.ls, set };
         residuals(&fi, set.math, &mut s.res);
         let t3 = Instant::now();
         self.t.q_variables += (t1 - t0).as_secs_f64();
@@ -711,6 +759,7 @@ impl RkState for CpuStages<'_> {
 
 /// q-derivatives of the current q: first-order estimate, then the inner iterations.
 pub fn q_derivatives(c: &Cloud, s: &mut State, set: &Settings) {
+    let ls = &s.ls;
     {
         let q = &s.q;
         s.qx.par_chunks_mut(CHUNK)
@@ -722,7 +771,8 @@ pub fn q_derivatives(c: &Cloud, s: &mut State, set: &Settings) {
                     #[inline(always)]
                     || {
                         for (j, (((qx, qy), qmax), qmin)) in qx.iter_mut().zip(qy).zip(qmax).zip(qmin).enumerate() {
-                            (*qx, *qy, *qmax, *qmin) = first_order(c, q, set.power, b * CHUNK + j);
+                            let i = b * CHUNK + j;
+                            (*qx, *qy, *qmax, *qmin) = first_order(c, q, &ls.full[i], set.power, i);
                         }
                     },
                 )
@@ -736,7 +786,8 @@ pub fn q_derivatives(c: &Cloud, s: &mut State, set: &Settings) {
                     #[inline(always)]
                     || {
                         for (j, (a, d)) in qx2.iter_mut().zip(qy2).enumerate() {
-                            (*a, *d) = inner_sweep(c, q, qx, qy, set.power, b * CHUNK + j);
+                            let i = b * CHUNK + j;
+                            (*a, *d) = inner_sweep(c, q, qx, qy, &ls.full[i], set.power, i);
                         }
                     },
                 )
@@ -861,7 +912,7 @@ mod tests {
         let (a, b) = ([0.3, -1.2, 0.5, 2.0], [-0.7, 0.4, 1.1, -0.2]);
         for (power, inner) in [(0.0, 0), (0.0, 3), (-2.0, 3)] {
             let set = settings(inner, 50.0, power, k::free_stream(0.5, 0.0));
-            let mut s = State::new(c.len(), set.winf);
+            let mut s = State::new(&c, &set);
             for i in 0..c.len() {
                 for r in 0..4 {
                     s.q[i][r] = 1.0 + a[r] * c.x[i] + b[r] * c.y[i];
@@ -873,6 +924,27 @@ mod tests {
                     assert!((s.qx[i][r] - a[r]).abs() < 1e-11, "qx point {i} [{r}] {} (inner {inner})", s.qx[i][r]);
                     assert!((s.qy[i][r] - b[r]).abs() < 1e-11, "qy point {i} [{r}] {} (inner {inner})", s.qy[i][r]);
                 }
+            }
+        }
+    }
+
+    /// The q-derivatives with the matrices summed once are the bits of summing them per point.
+    #[test]
+    fn kept_matrices_give_the_bits_of_per_point_sums() {
+        let (c, _) = patch_with_boundaries(13);
+        for power in [0.0, -2.0] {
+            let set = settings(0, 5.0, power, k::free_stream(0.63, 2.0));
+            let s = State::new(&c, &set);
+            let q: Vec<V4> = (0..c.len()).map(|i| k::q_of_prim([1.0 + 0.2 * c.x[i], 0.5, 0.1 * c.y[i], 0.7])).collect();
+            for i in 0..c.len() {
+                let mut ls = LsSums::<4>::new();
+                for &kk in c.conn.of(i) {
+                    let e = Edge::new(&c, i, kk as usize, power);
+                    ls.add(e.dx, e.dy, e.w, &std::array::from_fn(|r| q[kk as usize][r] - q[i][r]));
+                }
+                let (qx, qy, _, _) = first_order(&c, &q, &s.ls.full[i], power, i);
+                let bits = |v: V4| v.map(f64::to_bits);
+                assert_eq!((bits(qx), bits(qy)), (bits(ls.d_ds()), bits(ls.d_dn())), "point {i}, power {power}");
             }
         }
     }
@@ -892,13 +964,13 @@ mod tests {
         }
         c.build_stencils();
         let set = settings(2, 5.0, 0.0, k::free_stream(0.63, 2.0));
-        let mut s = State::new(c.len(), set.winf);
+        let mut s = State::new(&c, &set);
         for i in 0..c.len() {
             let w = [1.0 + 0.1 * c.x[i], 0.6 - 0.2 * c.y[i] * c.x[i], 0.05 * c.x[i], 0.7 + 0.05 * c.y[i]];
             s.q[i] = k::q_of_prim(w);
         }
         q_derivatives(&c, &mut s, &set);
-        let fi = FluxInput { c: &c, q: &s.q, qx: &s.qx, qy: &s.qy, qmax: &s.qmax, qmin: &s.qmin, set: &set };
+        let fi = FluxInput { c: &c, q: &s.q, qx: &s.qx, qy: &s.qy, qmax: &s.qmax, qmin: &s.qmin, ls: &s.ls, set: &set };
         for i in (0..c.len()).filter(|i| i % 9 != 0 && i % 9 != 8) {
             let (a, b) = (fi.residual(i), fi.residual_by_stencil(i));
             assert_eq!(a.map(f64::to_bits), b.map(f64::to_bits), "point {i}");
@@ -920,14 +992,14 @@ mod tests {
     #[test]
     fn fast_residual_matches_exact_and_every_simd_level() {
         let (c, set) = patch_with_boundaries(9);
-        let mut s = State::new(c.len(), set.winf);
+        let mut s = State::new(&c, &set);
         for i in 0..c.len() {
             // strong gradients, Mach up to about 2 (|s| of the fluxes up to about 2)
             let w = [1.0 + 0.5 * c.x[i], 2.0 - 3.0 * c.y[i] * c.x[i], 0.8 * c.x[i] - 0.4, 0.7 + 0.3 * c.y[i]];
             s.q[i] = k::q_of_prim(w);
         }
         q_derivatives(&c, &mut s, &set);
-        let fi = FluxInput { c: &c, q: &s.q, qx: &s.qx, qy: &s.qy, qmax: &s.qmax, qmin: &s.qmin, set: &set };
+        let fi = FluxInput { c: &c, q: &s.q, qx: &s.qx, qy: &s.qy, qmax: &s.qmax, qmin: &s.qmin, ls: &s.ls, set: &set };
         let zero = vec![[0.0; 4]; c.len()];
         let (mut exact, mut fast, mut plain) = (zero.clone(), zero.clone(), zero);
         residuals(&fi, Math::Exact, &mut exact);
@@ -963,13 +1035,13 @@ mod tests {
             let state = |p: usize| k::kinetic_of_q_fast(fi.reconstruct(p, i, e.dx, e.dy), c.nx[i], c.ny[i]);
             e.accumulate(&mut ls, &kinds, &state(i), &state(kk as usize));
         }
-        stencil_sum(c.flag[i], &ls)
+        stencil_sum(c.flag[i], &ls.map(|l| l.rhs), &ls.map(|l| l.matrix()))
     }
 
     #[test]
     fn fast_residual_equals_the_per_edge_loop() {
         let (c, set) = patch_with_boundaries(11);
-        let mut s = State::new(c.len(), set.winf);
+        let mut s = State::new(&c, &set);
         let mut pieces = [0; 4];
         for i in 0..c.len() {
             // near free stream on the left (erf's first piece only), up to Mach 3 on the right
@@ -979,7 +1051,7 @@ mod tests {
         }
         assert!(pieces[1] > 0 && pieces[2] > 0 && pieces[3] > 0, "{pieces:?}");
         q_derivatives(&c, &mut s, &set);
-        let fi = FluxInput { c: &c, q: &s.q, qx: &s.qx, qy: &s.qy, qmax: &s.qmax, qmin: &s.qmin, set: &set };
+        let fi = FluxInput { c: &c, q: &s.q, qx: &s.qx, qy: &s.qy, qmax: &s.qmax, qmin: &s.qmin, ls: &s.ls, set: &set };
         let mut fast = vec![[0.0; 4]; c.len()];
         residuals(&fi, Math::Fast, &mut fast);
         for (i, r) in fast.iter().enumerate() {
@@ -1030,10 +1102,10 @@ mod tests {
         let mut seed = 11u64;
         let c = jittered(8, &mut seed);
         let set = settings(3, 50.0, 0.0, k::free_stream(0.63, 2.0));
-        let mut s = State::new(c.len(), set.winf);
+        let mut s = State::new(&c, &set);
         s.q.iter_mut().for_each(|q| *q = k::q_of_prim(set.winf));
         q_derivatives(&c, &mut s, &set);
-        let fi = FluxInput { c: &c, q: &s.q, qx: &s.qx, qy: &s.qy, qmax: &s.qmax, qmin: &s.qmin, set: &set };
+        let fi = FluxInput { c: &c, q: &s.q, qx: &s.qx, qy: &s.qy, qmax: &s.qmax, qmin: &s.qmin, ls: &s.ls, set: &set };
         // points off the edge of the patch (full split stencils)
         for i in (0..c.len()).filter(|i| i % 8 != 0 && i % 8 != 7 && i / 8 != 0 && i / 8 != 7) {
             let r = fi.residual(i);

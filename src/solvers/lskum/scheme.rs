@@ -126,18 +126,22 @@ pub fn local_dt(c: &Cloud, prim: &[V4], cfl: f64, i: usize) -> f64 {
 }
 
 /// First-order least-squares q-derivatives and the min/max of q over the full stencil.
+///
+/// # Safety
+/// Every neighbour of i indexes `q`, `c.x` and `c.y` ([`links_fit`]).
 #[inline(always)]
-pub fn first_order(c: &Cloud, q: &[V4], m: &LsMatrix, power: f64, i: usize) -> (V4, V4, V4, V4) {
+unsafe fn first_order(c: &Cloud, q: &[V4], m: &LsMatrix, power: f64, i: usize) -> (V4, V4, V4, V4) {
     let qi = q[i];
     let mut qmax = qi;
     let mut qmin = qi;
     let mut ls = LsRhs::<4>::new();
+    let (xi, yi) = (c.x[i], c.y[i]);
     for &kk in c.conn.of(i) {
-        let kk = kk as usize;
-        let dx = c.x[kk] - c.x[i];
-        let dy = c.y[kk] - c.y[i];
+        // SAFETY: kk indexes q, c.x and c.y (the caller's promise).
+        let (xk, yk, qk) = unsafe { (*c.x.get_unchecked(kk as usize), *c.y.get_unchecked(kk as usize), *q.get_unchecked(kk as usize)) };
+        let dx = xk - xi;
+        let dy = yk - yi;
         let w = k::ls_weight(dx, dy, power);
-        let qk = q[kk];
         let mut df = [0.0; 4];
         for r in 0..4 {
             df[r] = qk[r] - qi[r];
@@ -155,17 +159,24 @@ pub fn first_order(c: &Cloud, q: &[V4], m: &LsMatrix, power: f64, i: usize) -> (
 }
 
 /// One Jacobi inner sweep for point i (spec 5.2).
+///
+/// # Safety
+/// Every neighbour of i indexes `q`, `qx`, `qy`, `c.x` and `c.y` ([`links_fit`]).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)] // the per-point inputs of one inlined loop
-pub fn inner_sweep(c: &Cloud, q: &[V4], qx: &[V4], qy: &[V4], m: &LsMatrix, power: f64, i: usize) -> (V4, V4) {
+unsafe fn inner_sweep(c: &Cloud, q: &[V4], qx: &[V4], qy: &[V4], m: &LsMatrix, power: f64, i: usize) -> (V4, V4) {
     let mut ls = LsRhs::<4>::new();
     let (qi, qxi, qyi) = (q[i], qx[i], qy[i]);
+    let (xi, yi) = (c.x[i], c.y[i]);
     for &kk in c.conn.of(i) {
         let kk = kk as usize;
-        let dx = c.x[kk] - c.x[i];
-        let dy = c.y[kk] - c.y[i];
+        // SAFETY: kk indexes these arrays (the caller's promise).
+        let (xk, yk, qk, qxk, qyk) = unsafe {
+            (*c.x.get_unchecked(kk), *c.y.get_unchecked(kk), *q.get_unchecked(kk), *qx.get_unchecked(kk), *qy.get_unchecked(kk))
+        };
+        let dx = xk - xi;
+        let dy = yk - yi;
         let w = k::ls_weight(dx, dy, power);
-        let (qk, qxk, qyk) = (q[kk], qx[kk], qy[kk]);
         // the four components side by side (one vector)
         let df: V4 = std::array::from_fn(|r| {
             let qi_hat = qi[r] - 0.5 * (dx * qxi[r] + dy * qyi[r]);
@@ -757,9 +768,18 @@ impl RkState for CpuStages<'_> {
     }
 }
 
+/// Whether every neighbour index of `c` is below the length of each of `arrays` (then the
+/// sweeps over neighbours gather without an index check each).
+fn links_fit(c: &Cloud, arrays: &[usize]) -> bool {
+    let max = c.conn.idx.par_iter().copied().max().map_or(0, |k| k as usize + 1);
+    arrays.iter().all(|&n| max <= n)
+}
+
 /// q-derivatives of the current q: first-order estimate, then the inner iterations.
 pub fn q_derivatives(c: &Cloud, s: &mut State, set: &Settings) {
     let ls = &s.ls;
+    let fit = links_fit(c, &[c.x.len(), c.y.len(), s.q.len(), s.qx.len(), s.qy.len(), s.qx2.len(), s.qy2.len()]);
+    assert!(fit, "a neighbour index is out of the cloud's range");
     {
         let q = &s.q;
         s.qx.par_chunks_mut(CHUNK)
@@ -772,7 +792,8 @@ pub fn q_derivatives(c: &Cloud, s: &mut State, set: &Settings) {
                     || {
                         for (j, (((qx, qy), qmax), qmin)) in qx.iter_mut().zip(qy).zip(qmax).zip(qmin).enumerate() {
                             let i = b * CHUNK + j;
-                            (*qx, *qy, *qmax, *qmin) = first_order(c, q, &ls.full[i], set.power, i);
+                            // SAFETY: the neighbours index q, c.x and c.y (checked above).
+                            (*qx, *qy, *qmax, *qmin) = unsafe { first_order(c, q, &ls.full[i], set.power, i) };
                         }
                     },
                 )
@@ -787,7 +808,9 @@ pub fn q_derivatives(c: &Cloud, s: &mut State, set: &Settings) {
                     || {
                         for (j, (a, d)) in qx2.iter_mut().zip(qy2).enumerate() {
                             let i = b * CHUNK + j;
-                            (*a, *d) = inner_sweep(c, q, qx, qy, &ls.full[i], set.power, i);
+                            // SAFETY: the neighbours index q, qx, qy, c.x and c.y (checked
+                            // above; qx and qy swap with qx2 and qy2, checked too).
+                            (*a, *d) = unsafe { inner_sweep(c, q, qx, qy, &ls.full[i], set.power, i) };
                         }
                     },
                 )
@@ -942,7 +965,8 @@ mod tests {
                     let e = Edge::new(&c, i, kk as usize, power);
                     ls.add(e.dx, e.dy, e.w, &std::array::from_fn(|r| q[kk as usize][r] - q[i][r]));
                 }
-                let (qx, qy, _, _) = first_order(&c, &q, &s.ls.full[i], power, i);
+                // SAFETY: the patch's neighbours are its points.
+                let (qx, qy, _, _) = unsafe { first_order(&c, &q, &s.ls.full[i], power, i) };
                 let bits = |v: V4| v.map(f64::to_bits);
                 assert_eq!((bits(qx), bits(qy)), (bits(ls.d_ds()), bits(ls.d_dn())), "point {i}, power {power}");
             }

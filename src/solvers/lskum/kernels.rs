@@ -349,7 +349,7 @@ impl<const M: usize> Default for LsSums<M> {
 /// The normal matrix of a least-squares stencil (sums of w ds^2, w dn^2, w ds dn) and the
 /// inverse of its determinant: it depends on the cloud and the weights only, so a run sums
 /// it once ([`super::scheme::LsMatrices`]) rather than in every derivative.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug)]
 pub struct LsMatrix {
     pub sss: f64,
     pub snn: f64,

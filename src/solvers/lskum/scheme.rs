@@ -137,8 +137,9 @@ unsafe fn first_order(c: &Cloud, q: &[V4], m: &LsMatrix, power: f64, i: usize) -
     let mut ls = LsRhs::<4>::new();
     let (xi, yi) = (c.x[i], c.y[i]);
     for &kk in c.conn.of(i) {
+        let kk = kk as usize;
         // SAFETY: kk indexes q, c.x and c.y (the caller's promise).
-        let (xk, yk, qk) = unsafe { (*c.x.get_unchecked(kk as usize), *c.y.get_unchecked(kk as usize), *q.get_unchecked(kk as usize)) };
+        let (xk, yk, qk) = unsafe { (*c.x.get_unchecked(kk), *c.y.get_unchecked(kk), *q.get_unchecked(kk)) };
         let dx = xk - xi;
         let dy = yk - yi;
         let w = k::ls_weight(dx, dy, power);
@@ -260,7 +261,7 @@ impl FluxInput<'_> {
         let c = self.c;
         let (nx, ny) = (c.nx[i], c.ny[i]);
         let kinds = stencil_kinds(c.flag[i]);
-        let mut ls = [LsSums::<4>::new(); 4];
+        let mut ls = [LsRhs::<4>::new(); 4];
         for &kk in c.conn.of(i) {
             let e = self.edge(i, kk as usize);
             let wi = k::prim_of_q(self.reconstruct(i, i, e.dx, e.dy));
@@ -275,7 +276,7 @@ impl FluxInput<'_> {
             let (ki, kk_) = (k::kinetic_part(wi, nx, ny, t, n), k::kinetic_part(wk, nx, ny, t, n));
             e.accumulate(&mut ls, &kinds, &ki, &kk_);
         }
-        stencil_sum(c.flag[i], &ls.map(|l| l.rhs), &ls.map(|l| l.matrix()))
+        stencil_sum(c.flag[i], &ls, &self.ls.split[i])
     }
 
     /// [`FluxInput::residual`] with [`k::kinetic_of_q_fast`] and the scratch `ends`, [`BATCH`]
@@ -434,7 +435,7 @@ impl Edge {
     /// Adds the flux differences of the edge (kinetic states `ki` at the point, `kk` at the
     /// neighbour) to the sums of the stencils it is in.
     #[inline(always)]
-    fn accumulate(&self, ls: &mut [LsSums<4>; 4], kinds: &[FluxKind; 4], ki: &Kinetic, kk: &Kinetic) {
+    fn accumulate(&self, ls: &mut [LsRhs<4>; 4], kinds: &[FluxKind; 4], ki: &Kinetic, kk: &Kinetic) {
         for m in 0..4 {
             if self.member[m] {
                 let gi = k::flux_of(kinds[m], ki);
@@ -1053,13 +1054,13 @@ mod tests {
     fn residual_fast_per_edge(fi: &FluxInput, i: usize) -> V4 {
         let c = fi.c;
         let kinds = stencil_kinds(c.flag[i]);
-        let mut ls = [LsSums::<4>::new(); 4];
+        let mut ls = [LsRhs::<4>::new(); 4];
         for &kk in c.conn.of(i) {
             let e = fi.edge(i, kk as usize);
             let state = |p: usize| k::kinetic_of_q_fast(fi.reconstruct(p, i, e.dx, e.dy), c.nx[i], c.ny[i]);
             e.accumulate(&mut ls, &kinds, &state(i), &state(kk as usize));
         }
-        stencil_sum(c.flag[i], &ls.map(|l| l.rhs), &ls.map(|l| l.matrix()))
+        stencil_sum(c.flag[i], &ls, &fi.ls.split[i])
     }
 
     #[test]

@@ -42,6 +42,7 @@ pub struct State {
     pub dt: Vec<f64>,
     /// Squared density change of the last stage (0 at outer points).
     pub dsq: Vec<f64>,
+    /// The cloud's least-squares matrices for the run's weight power, computed once.
     pub ls: LsMatrices,
 }
 
@@ -72,7 +73,6 @@ impl State {
 /// (q-derivatives) and the four split stencils (+t, -t, +n, -n) in the point's frame (flux
 /// residual). Each is summed over its neighbours in order, as the derivatives summed it
 /// before, so the derivatives keep their bits.
-#[derive(Default)]
 pub struct LsMatrices {
     pub full: Vec<LsMatrix>,
     pub split: Vec<[LsMatrix; 4]>,
@@ -80,30 +80,20 @@ pub struct LsMatrices {
 
 impl LsMatrices {
     pub fn new(c: &Cloud, power: f64) -> Self {
-        let full = (0..c.len())
+        let (full, split) = (0..c.len())
             .into_par_iter()
             .map(|i| {
-                let mut ls = LsSums::<0>::new();
+                let (mut full, mut split) = (LsSums::<0>::new(), [LsSums::<0>::new(); 4]);
                 for &kk in c.conn.of(i) {
                     let e = Edge::new(c, i, kk as usize, power);
-                    ls.add(e.dx, e.dy, e.w, &[]);
-                }
-                ls.matrix()
-            })
-            .collect();
-        let split = (0..c.len())
-            .into_par_iter()
-            .map(|i| {
-                let mut ls = [LsSums::<0>::new(); 4];
-                for &kk in c.conn.of(i) {
-                    let e = Edge::new(c, i, kk as usize, power);
+                    full.add(e.dx, e.dy, e.w, &[]);
                     for m in (0..4).filter(|&m| e.member[m]) {
-                        ls[m].add(e.ds, e.dn, e.w, &[]);
+                        split[m].add(e.ds, e.dn, e.w, &[]);
                     }
                 }
-                ls.map(|l| l.matrix())
+                (full.matrix(), split.map(|l| l.matrix()))
             })
-            .collect();
+            .unzip();
         LsMatrices { full, split }
     }
 }

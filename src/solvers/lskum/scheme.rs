@@ -396,6 +396,19 @@ fn stencil_sum(flag: u8, ls: &[LsRhs<4>; 4], m: &[LsMatrix; 4]) -> V4 {
     r
 }
 
+/// The split stencils (+t, -t, +n, -n) that an edge with offsets (ds, dn) from a point of
+/// type `flag` is in: by the sign of ds, and of dn inside the domain (at a wall every edge is
+/// in -n, at the outer boundary in +n).
+#[inline(always)]
+fn membership(flag: u8, ds: f64, dn: f64) -> [bool; 4] {
+    let (plus_n, minus_n) = match flag {
+        INTERIOR => (dn <= 0.0, dn >= 0.0),
+        WALL => (false, true),
+        _ => (true, false),
+    };
+    [ds <= 0.0, ds >= 0.0, plus_n, minus_n]
+}
+
 /// An edge of a point: offsets (dx, dy) and (ds, dn) in its frame, least-squares weight, and
 /// the stencils it is in.
 struct Edge {
@@ -416,21 +429,7 @@ impl Edge {
         let dy = c.y[kk] - c.y[i];
         let ds = dx * ny - dy * nx;
         let dn = dx * nx + dy * ny;
-        let member = [
-            ds <= 0.0,
-            ds >= 0.0,
-            match flag {
-                INTERIOR => dn <= 0.0,
-                WALL => false,
-                _ => true,
-            },
-            match flag {
-                INTERIOR => dn >= 0.0,
-                WALL => true,
-                _ => false,
-            },
-        ];
-        Edge { dx, dy, ds, dn, w: k::ls_weight(dx, dy, power), member }
+        Edge { dx, dy, ds, dn, w: k::ls_weight(dx, dy, power), member: membership(flag, ds, dn) }
     }
 
     /// Adds the flux differences of the edge (kinetic states `ki` at the point, `kk` at the
@@ -521,12 +520,19 @@ impl Ends {
     fn accumulate<const FLAG: u8>(&mut self, n: usize, half: usize, ls: &mut [LsRhs<4>; 4]) {
         // (the bound lets the compiler drop the index checks and vectorise)
         let half = half.min(BATCH);
-        if self.ds[..n.min(half)].contains(&0.0) {
+        let in_both = |a: usize, b: usize| {
+            (0..n.min(half)).any(|e| {
+                let m = membership(FLAG, self.ds[e], self.dn[e]);
+                m[a] && m[b]
+            })
+        };
+        let (both_t, both_n) = (in_both(0, 1), in_both(2, 3));
+        if both_t {
             self.direction_terms::<FLAG, false, true>(half);
         } else {
             self.direction_terms::<FLAG, false, false>(half);
         }
-        if FLAG == INTERIOR && self.dn[..n.min(half)].contains(&0.0) {
+        if both_n {
             self.direction_terms::<FLAG, true, true>(half);
         } else {
             self.direction_terms::<FLAG, true, false>(half);
@@ -543,13 +549,12 @@ impl Ends {
     }
 
     /// The terms of lanes `0..half` in the two stencils of direction t (`N` false: stencils 0
-    /// and 1, +t and -t) or n (stencils 2 and 3). An edge is in one of them by the sign of its
-    /// offset ds or dn (as [`Edge::new`]; at a wall all edges are in -n, at the outer boundary
-    /// in +n), so one flux per end is enough, its half chosen per edge: the bits of that
-    /// stencil's own flux, since the sign only selects terms and multiplies by ±1. The other
-    /// stencil gets the same terms weighted 0 (with finite fluxes such terms are ±0 and leave
-    /// the sums' bits alone). Where an edge has offset 0 it is in both (`BOTH`, a batch with
-    /// such an edge): both fluxes for every lane.
+    /// and 1, +t and -t) or n (stencils 2 and 3). An edge is in one of them ([`membership`]),
+    /// so one flux per end is enough, its half chosen per edge: the bits of that stencil's own
+    /// flux, since the sign only selects terms and multiplies by ±1. The other stencil gets the
+    /// same terms weighted 0 (with finite fluxes such terms are ±0 and leave the sums' bits
+    /// alone). An edge with offset 0 is in both (`BOTH`, a batch with such an edge): both
+    /// fluxes for every lane.
     #[inline(always)]
     fn direction_terms<const FLAG: u8, const N: bool, const BOTH: bool>(&mut self, half: usize) {
         let on = |inside: bool| f64::from(u8::from(inside));
@@ -557,12 +562,8 @@ impl Ends {
         let (first, second) = if N { (2, 3) } else { (0, 1) };
         for e in 0..half {
             let (ki, kk) = (self.get(e), self.get(half + e));
-            let offset = if N { self.dn[e] } else { self.ds[e] };
-            let (in_first, in_second) = match FLAG {
-                WALL if N => (false, true),
-                OUTER if N => (true, false),
-                _ => (offset <= 0.0, offset >= 0.0),
-            };
+            let member = membership(FLAG, self.ds[e], self.dn[e]);
+            let (in_first, in_second) = (member[first], member[second]);
             let (w_first, w_second) = (self.w[e] * on(in_first), self.w[e] * on(in_second));
             if BOTH {
                 self.put_terms(first, e, w_first, &flux(&ki, 1.0), &flux(&kk, 1.0));

@@ -28,9 +28,10 @@ use crate::solvers::Device;
 use crate::solvers::heat::implicit::matrix;
 use crate::solvers::heat::implicit_cuda::{DeviceSpike, DeviceThomas};
 
-/// SPIKE partition length: a partition's right-hand side (f64: 256 KiB) stays in the L2
-/// cache between the local forward and backward sweeps.
-pub const SPIKE_ROWS: usize = 1 << 15;
+/// SPIKE partition length: short enough that a group of partitions solved one per vector
+/// lane stays in the L2 cache between its forward and backward sweeps (16 partitions, f64:
+/// 256 KiB).
+pub const SPIKE_ROWS: usize = 1 << 11;
 
 /// SPIKE partition length of one system on a device, one thread per partition, its rows in
 /// registers (`spike_line32`; 2^27 unknowns give 2^22 threads).

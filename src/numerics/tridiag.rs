@@ -17,6 +17,8 @@ use rayon::prelude::*;
 use crate::error::{Result, input};
 use crate::real::Real;
 
+mod lanes;
+
 /// A tridiagonal matrix: row `i` is `a_i x_{i-1} + b_i x_i + c_i x_{i+1}` (`a_0` and
 /// `c_{m-1}` are absent and read as 0).
 #[derive(Clone, Debug, PartialEq)]
@@ -268,10 +270,16 @@ impl<T: Real> Thomas<T> {
     pub fn solve_batch(&self, d: &mut [T]) {
         let m = self.m;
         assert_eq!(d.len() % m, 0, "batch of right-hand sides of the wrong length");
-        d.par_chunks_mut(LOCKSTEP * m).for_each(|group| self.solve_lockstep(group));
+        d.par_chunks_mut(self.group_len() * m).for_each(|group| self.solve_lockstep(group));
     }
 
-    /// Up to `LOCKSTEP` consecutive systems, element by element together.
+    /// Systems [`Thomas::solve_together`] takes at once at its fastest: a vector lane each
+    /// where the CPU has AVX2 ([`lanes`]), else [`LOCKSTEP`] scalar chains.
+    pub fn group_len(&self) -> usize {
+        lanes::group_len::<T>(self.m).unwrap_or(LOCKSTEP)
+    }
+
+    /// Up to [`Thomas::group_len`] consecutive systems, element by element together.
     fn solve_lockstep(&self, group: &mut [T]) {
         let mut rows: Vec<&mut [T]> = group.chunks_mut(self.m).collect();
         self.solve_together(&mut rows);
@@ -289,6 +297,9 @@ impl<T: Real> Thomas<T> {
             return;
         }
         assert!(rows.iter().all(|r| r.len() == m), "right-hand sides of the wrong length");
+        if lanes::solve(self, rows) {
+            return;
+        }
         if let Ok(group) = <&mut [&mut [T]; LOCKSTEP]>::try_from(&mut *rows) {
             return self.solve_group(group);
         }
@@ -497,7 +508,8 @@ impl<T: Real> SpikePlan<T> {
         let mut blocks = split(d, parts);
         let shared = |k: usize| self.shared_factors && parts[k].end - parts[k].start == parts[0].end - parts[0].start;
         if (0..parts.len()).all(shared) {
-            blocks.par_chunks_mut(LOCKSTEP).for_each(|group| parts[0].factors.solve_together(group));
+            let factors = &parts[0].factors;
+            blocks.par_chunks_mut(factors.group_len()).for_each(|group| factors.solve_together(group));
         } else {
             blocks.par_iter_mut().zip(parts.par_iter()).for_each(|(b, q)| q.factors.solve(b));
         }
@@ -734,6 +746,38 @@ mod tests {
         tc.solve(&mut a);
         tg.solve(&mut b);
         assert!(a == b);
+    }
+
+    /// A group of systems solved one per vector lane gives each system the bits of its own
+    /// solve: general matrices (every row's factors stored), rows in whole cache-line blocks
+    /// and in a partial last block.
+    #[test]
+    fn vector_groups_equal_single_solves() {
+        vector_groups_equal_single_solves_in::<f32>();
+        vector_groups_equal_single_solves_in::<f64>();
+    }
+
+    fn vector_groups_equal_single_solves_in<T: Real>() {
+        for m in [2, 5, 16, 23, 70] {
+            let (a, _) = random(m, 2.5, 5 + m as u64);
+            let diagonal = |k: usize| (0..m).map(|i| T::of([a.row(i).0, a.row(i).1, a.row(i).2][k])).collect::<Vec<T>>();
+            let t = Thomas::new(&Tridiagonal::general(diagonal(0), diagonal(1), diagonal(2))).unwrap();
+            let n = t.group_len();
+            if lanes::group_len::<T>(m).is_some() {
+                assert_eq!(n, 16, "a group is 16 lanes");
+            }
+            let (_, x) = random(m * n, 3.0, 17);
+            let x: Vec<T> = x.iter().map(|&v| T::of(v)).collect();
+            let mut together = x.clone();
+            let mut rows: Vec<&mut [T]> = together.chunks_mut(m).collect();
+            t.solve_together(&mut rows);
+            for (s, got) in together.chunks(m).enumerate() {
+                let mut want = x[s * m..(s + 1) * m].to_vec();
+                t.solve(&mut want);
+                let same = want.iter().zip(got).all(|(w, g)| w.f64().to_bits() == g.f64().to_bits());
+                assert!(same, "system {s} of {n}, m = {m}");
+            }
+        }
     }
 
     #[test]

@@ -504,12 +504,19 @@ impl<T: Real> SpikePlan<T> {
         };
         assert_eq!(d.len(), parts.last().map_or(0, |q| q.end), "right-hand side of the wrong length");
         // (1) local solves; partitions that share their factors (a constant matrix's, of
-        // equal length) in lockstep groups.
+        // one length: two lengths at most) in lockstep groups.
         let mut blocks = split(d, parts);
-        let shared = |k: usize| self.shared_factors && parts[k].end - parts[k].start == parts[0].end - parts[0].start;
-        if (0..parts.len()).all(shared) {
-            let factors = &parts[0].factors;
-            blocks.par_chunks_mut(factors.group_len()).for_each(|group| factors.solve_together(group));
+        if self.shared_factors {
+            let mut classes: Vec<(&Thomas<T>, Vec<&mut [T]>)> = Vec::new();
+            for (b, q) in blocks.iter_mut().zip(parts) {
+                match classes.iter_mut().find(|(f, _)| f.len() == b.len()) {
+                    Some((_, members)) => members.push(&mut **b),
+                    None => classes.push((&q.factors, vec![&mut **b])),
+                }
+            }
+            for (factors, mut members) in classes {
+                members.par_chunks_mut(factors.group_len()).for_each(|group| factors.solve_together(group));
+            }
         } else {
             blocks.par_iter_mut().zip(parts.par_iter()).for_each(|(b, q)| q.factors.solve(b));
         }
@@ -721,8 +728,8 @@ mod tests {
 
     #[test]
     fn spike_on_a_constant_matrix_matches_a_dense_solve() {
-        // Equal partitions share their factors and run in lockstep groups (and a partial
-        // group); unequal ones run one by one.
+        // Partitions of one length share their factors and run in lockstep groups (and a
+        // partial group), for one length or two (1200 rows in 7 or 100 partitions).
         let a = Tridiagonal::constant(1200, -1.0f64, 3.0, -0.8);
         let (_, x) = random(1200, 3.0, 5);
         let y = a.apply(&x);
@@ -731,6 +738,33 @@ mod tests {
             let mut s = y.clone();
             SpikePlan::plan(&a, p).unwrap().solve(&mut s);
             assert!(rel(&s, &want) < 1e-13, "p = {p}: {:e}", rel(&s, &want));
+        }
+    }
+
+    /// A constant matrix's partitions solved in groups per length (vector lanes, lockstep)
+    /// give the bits of the same matrix stored as a general one, whose partitions each have
+    /// their own factors and are solved one by one.
+    #[test]
+    fn grouped_partitions_give_the_bits_of_single_solves() {
+        grouped_partitions_give_the_bits_of_single_solves_in::<f32>();
+        grouped_partitions_give_the_bits_of_single_solves_in::<f64>();
+    }
+
+    fn grouped_partitions_give_the_bits_of_single_solves_in<T: Real>() {
+        let (a, b, c) = (T::of(-1.0), T::of(6.0), T::of(-1.5));
+        for (n, p) in [(3001, 40), (5000, 64), (4096, 32)] {
+            let constant = Tridiagonal::constant(n, a, b, c);
+            let general = Tridiagonal::general(vec![a; n], vec![b; n], vec![c; n]);
+            let (_, y) = random(n, 3.0, n as u64);
+            let y: Vec<T> = y.iter().map(|&v| T::of(v)).collect();
+            let solve = |m: &Tridiagonal<T>| {
+                let plan = SpikePlan::plan(m, p).unwrap();
+                assert!(plan.fallback_reason().is_none());
+                let mut x = y.clone();
+                plan.solve(&mut x);
+                x.iter().map(|v| v.f64().to_bits()).collect::<Vec<u64>>()
+            };
+            assert!(solve(&constant) == solve(&general), "n = {n}, p = {p}");
         }
     }
 

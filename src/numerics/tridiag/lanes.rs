@@ -89,26 +89,28 @@ mod x86 {
     #[inline]
     #[target_feature(enable = "avx2")]
     fn transpose_f32(r: &mut [__m256; 8]) {
-        {
-            let t: [__m256; 8] = std::array::from_fn(|k| {
-                let (a, b) = (r[k & 6], r[(k & 6) + 1]);
-                if k % 2 == 0 { _mm256_unpacklo_ps(a, b) } else { _mm256_unpackhi_ps(a, b) }
-            });
-            // t[0..4]: rows 0-3 interleaved in pairs; t[4..8]: rows 4-7.
-            let s = [
-                _mm256_shuffle_ps::<0x44>(t[0], t[2]),
-                _mm256_shuffle_ps::<0xEE>(t[0], t[2]),
-                _mm256_shuffle_ps::<0x44>(t[1], t[3]),
-                _mm256_shuffle_ps::<0xEE>(t[1], t[3]),
-                _mm256_shuffle_ps::<0x44>(t[4], t[6]),
-                _mm256_shuffle_ps::<0xEE>(t[4], t[6]),
-                _mm256_shuffle_ps::<0x44>(t[5], t[7]),
-                _mm256_shuffle_ps::<0xEE>(t[5], t[7]),
-            ];
-            for k in 0..4 {
-                r[k] = _mm256_permute2f128_ps::<0x20>(s[k], s[k + 4]);
-                r[k + 4] = _mm256_permute2f128_ps::<0x31>(s[k], s[k + 4]);
+        let t: [__m256; 8] = std::array::from_fn(|k| {
+            let (a, b) = (r[k & 6], r[(k & 6) + 1]);
+            if k % 2 == 0 {
+                _mm256_unpacklo_ps(a, b)
+            } else {
+                _mm256_unpackhi_ps(a, b)
             }
+        });
+        // t[0..4]: rows 0-3 interleaved in pairs; t[4..8]: rows 4-7.
+        let s = [
+            _mm256_shuffle_ps::<0x44>(t[0], t[2]),
+            _mm256_shuffle_ps::<0xEE>(t[0], t[2]),
+            _mm256_shuffle_ps::<0x44>(t[1], t[3]),
+            _mm256_shuffle_ps::<0xEE>(t[1], t[3]),
+            _mm256_shuffle_ps::<0x44>(t[4], t[6]),
+            _mm256_shuffle_ps::<0xEE>(t[4], t[6]),
+            _mm256_shuffle_ps::<0x44>(t[5], t[7]),
+            _mm256_shuffle_ps::<0xEE>(t[5], t[7]),
+        ];
+        for k in 0..4 {
+            r[k] = _mm256_permute2f128_ps::<0x20>(s[k], s[k + 4]);
+            r[k + 4] = _mm256_permute2f128_ps::<0x31>(s[k], s[k + 4]);
         }
     }
 
@@ -116,16 +118,14 @@ mod x86 {
     #[inline]
     #[target_feature(enable = "avx2")]
     fn transpose_f64(r: &mut [__m256d; 4]) {
-        {
-            let t0 = _mm256_unpacklo_pd(r[0], r[1]);
-            let t1 = _mm256_unpackhi_pd(r[0], r[1]);
-            let t2 = _mm256_unpacklo_pd(r[2], r[3]);
-            let t3 = _mm256_unpackhi_pd(r[2], r[3]);
-            r[0] = _mm256_permute2f128_pd::<0x20>(t0, t2);
-            r[1] = _mm256_permute2f128_pd::<0x20>(t1, t3);
-            r[2] = _mm256_permute2f128_pd::<0x31>(t0, t2);
-            r[3] = _mm256_permute2f128_pd::<0x31>(t1, t3);
-        }
+        let t0 = _mm256_unpacklo_pd(r[0], r[1]);
+        let t1 = _mm256_unpackhi_pd(r[0], r[1]);
+        let t2 = _mm256_unpacklo_pd(r[2], r[3]);
+        let t3 = _mm256_unpackhi_pd(r[2], r[3]);
+        r[0] = _mm256_permute2f128_pd::<0x20>(t0, t2);
+        r[1] = _mm256_permute2f128_pd::<0x20>(t1, t3);
+        r[2] = _mm256_permute2f128_pd::<0x31>(t0, t2);
+        r[3] = _mm256_permute2f128_pd::<0x31>(t1, t3);
     }
 
     /// One kernel per precision: `$w` lanes per vector, `LANES / $w` vectors per row.
@@ -146,47 +146,45 @@ mod x86 {
                 // SAFETY (whole body): every row index below is under m, so every access
                 // lies in a right-hand side or in the scratch (the caller's promise).
                 unsafe {
-                    // Row i of the block into the scratch, from tiles where whole, else
-                    // element by element.
-                    let gather = |i0: usize, n: usize| {
+                    // Rows i0..i0 + n of every system into the scratch (or back): by tiles
+                    // where the block is whole (a transpose is its own inverse), else element
+                    // by element.
+                    let exchange = |i0: usize, n: usize, into_scratch: bool| {
                         if n == B {
                             for g in 0..VECTORS {
                                 for h in (0..B).step_by(W) {
-                                    let mut r: [$v; W] = std::array::from_fn(|k| $load(p[g * W + k].add(i0 + h)));
+                                    let system: [*mut $t; W] =
+                                        std::array::from_fn(|k| p[g * W + k].add(i0 + h));
+                                    let scratch: [*mut $t; W] =
+                                        std::array::from_fn(|k| s.add((i0 + h + k) * L + g * W));
+                                    let (from, to) = if into_scratch {
+                                        (system, scratch)
+                                    } else {
+                                        (scratch, system)
+                                    };
+                                    let mut r: [$v; W] = from.map(|q| $load(q));
                                     $transpose(&mut r);
-                                    for (k, v) in r.iter().enumerate() {
-                                        $store(s.add((i0 + h + k) * L + g * W), *v);
+                                    for (q, v) in to.iter().zip(r) {
+                                        $store(*q, v);
                                     }
                                 }
                             }
                         } else {
                             for i in i0..i0 + n {
                                 for (k, q) in p.iter().enumerate() {
-                                    *s.add(i * L + k) = *q.add(i);
-                                }
-                            }
-                        }
-                    };
-                    let scatter = |i0: usize, n: usize| {
-                        if n == B {
-                            for g in 0..VECTORS {
-                                for h in (0..B).step_by(W) {
-                                    let mut r: [$v; W] = std::array::from_fn(|k| $load(s.add((i0 + h + k) * L + g * W)));
-                                    $transpose(&mut r);
-                                    for (k, v) in r.iter().enumerate() {
-                                        $store(p[g * W + k].add(i0 + h), *v);
+                                    let (system, scratch) = (q.add(i), s.add(i * L + k));
+                                    if into_scratch {
+                                        *scratch = *system
+                                    } else {
+                                        *system = *scratch
                                     }
                                 }
                             }
-                        } else {
-                            for i in i0..i0 + n {
-                                for (k, q) in p.iter().enumerate() {
-                                    *q.add(i) = *s.add(i * L + k);
-                                }
-                            }
                         }
                     };
-                    let row = |i: usize| std::array::from_fn::<$v, VECTORS, _>(|g| $load(s.add(i * L + g * W)));
+                    let row = |i: usize| {
+                        std::array::from_fn::<$v, VECTORS, _>(|g| $load(s.add(i * L + g * W)))
+                    };
                     let put = |i: usize, x: &[$v; VECTORS]| {
                         for (g, v) in x.iter().enumerate() {
                             $store(s.add(i * L + g * W), *v);
@@ -196,12 +194,16 @@ mod x86 {
                     let mut y = [$set1(0.0); VECTORS];
                     for i0 in (0..m).step_by(B) {
                         let n = B.min(m - i0);
-                        gather(i0, n);
+                        exchange(i0, n, true);
                         for i in i0..i0 + n {
                             let (l, inv, _) = t.at(i);
                             let (l, inv, d) = ($set1(l), $set1(inv), row(i));
                             for g in 0..VECTORS {
-                                y[g] = if i == 0 { $mul(d[g], inv) } else { $mul($sub(d[g], $mul(l, y[g])), inv) };
+                                y[g] = if i == 0 {
+                                    $mul(d[g], inv)
+                                } else {
+                                    $mul($sub(d[g], $mul(l, y[g])), inv)
+                                };
                             }
                             put(i, &y);
                         }
@@ -218,13 +220,35 @@ mod x86 {
                             }
                             put(i, &x);
                         }
-                        scatter(i0, n);
+                        exchange(i0, n, false);
                     }
                 }
             }
         };
     }
 
-    kernel!(solve_f32, f32, __m256, 8, _mm256_loadu_ps, _mm256_storeu_ps, _mm256_set1_ps, _mm256_sub_ps, _mm256_mul_ps, transpose_f32);
-    kernel!(solve_f64, f64, __m256d, 4, _mm256_loadu_pd, _mm256_storeu_pd, _mm256_set1_pd, _mm256_sub_pd, _mm256_mul_pd, transpose_f64);
+    kernel!(
+        solve_f32,
+        f32,
+        __m256,
+        8,
+        _mm256_loadu_ps,
+        _mm256_storeu_ps,
+        _mm256_set1_ps,
+        _mm256_sub_ps,
+        _mm256_mul_ps,
+        transpose_f32
+    );
+    kernel!(
+        solve_f64,
+        f64,
+        __m256d,
+        4,
+        _mm256_loadu_pd,
+        _mm256_storeu_pd,
+        _mm256_set1_pd,
+        _mm256_sub_pd,
+        _mm256_mul_pd,
+        transpose_f64
+    );
 }

@@ -13,6 +13,7 @@
 use std::cell::RefCell;
 
 use super::Thomas;
+use crate::cpu::Simd;
 use crate::real::Real;
 
 /// Systems per group, one per lane: four vectors of f64 or two of f32 (dependency chains
@@ -33,17 +34,11 @@ thread_local! {
 /// Systems of `m` unknowns of type `T` that [`solve`] takes at once, where the CPU has AVX2
 /// and their scratch fits [`SCRATCH_BYTES`]; `None` otherwise.
 pub(super) fn group_len<T: Real>(m: usize) -> Option<usize> {
-    if m < 2 || m * LANES * std::mem::size_of::<T>() > SCRATCH_BYTES || !avx2() {
+    // (a CPU with AVX-512 has AVX2)
+    if m < 2 || m * LANES * std::mem::size_of::<T>() > SCRATCH_BYTES || Simd::detect() == Simd::None {
         return None;
     }
     Some(LANES)
-}
-
-fn avx2() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    return std::arch::is_x86_feature_detected!("avx2");
-    #[cfg(not(target_arch = "x86_64"))]
-    false
 }
 
 /// Solve `rows` (each a right-hand side of `t`) in place if they form a group of

@@ -520,13 +520,12 @@ impl Ends {
     fn accumulate<const FLAG: u8>(&mut self, n: usize, half: usize, ls: &mut [LsRhs<4>; 4]) {
         // (the bound lets the compiler drop the index checks and vectorise)
         let half = half.min(BATCH);
-        let in_both = |a: usize, b: usize| {
-            (0..n.min(half)).any(|e| {
-                let m = membership(FLAG, self.ds[e], self.dn[e]);
-                m[a] && m[b]
-            })
-        };
-        let (both_t, both_n) = (in_both(0, 1), in_both(2, 3));
+        // Whether an edge of the batch is in both stencils of direction t, or of n.
+        let (mut both_t, mut both_n) = (false, false);
+        for e in 0..n.min(half) {
+            let m = membership(FLAG, self.ds[e], self.dn[e]);
+            (both_t, both_n) = (both_t || (m[0] && m[1]), both_n || (m[2] && m[3]));
+        }
         if both_t {
             self.direction_terms::<FLAG, false, true>(half);
         } else {

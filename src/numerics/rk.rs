@@ -47,10 +47,32 @@ impl Stage {
     /// coefficients are rounded to `T` first.
     #[inline(always)]
     pub fn apply<T: Real>(&self, u0: T, u: T, dt: T, r: T) -> T {
-        let v = u - T::of(self.c) * dt * r;
+        self.with_dt(dt).apply(u0, u, r)
+    }
+
+    /// The stage's coefficients in `T` for one time step `dt`, for loops over many values.
+    #[inline(always)]
+    pub fn with_dt<T: Real>(&self, dt: T) -> StageIn<T> {
+        StageIn { c_dt: T::of(self.c) * dt, blend: self.blend.map(|(a, b)| (T::of(a), T::of(b))) }
+    }
+}
+
+/// A [`Stage`] with its coefficients rounded to `T` and `c dt` formed once, so that a loop
+/// over a row neither converts nor reloads them per value.
+#[derive(Clone, Copy, Debug)]
+pub struct StageIn<T> {
+    c_dt: T,
+    blend: Option<(T, T)>,
+}
+
+impl<T: Real> StageIn<T> {
+    /// [`Stage::apply`] with this stage's `dt`.
+    #[inline(always)]
+    pub fn apply(&self, u0: T, u: T, r: T) -> T {
+        let v = u - self.c_dt * r;
         match self.blend {
             None => v,
-            Some((a, b)) => T::of(a) * u0 + T::of(b) * v,
+            Some((a, b)) => a * u0 + b * v,
         }
     }
 }

@@ -222,7 +222,7 @@ impl<T: Real> Scratch<T> {
 
 impl<T: Real> Operator<T> for Op {
     #[inline(always)]
-    fn band(&self, gr: &Grid<T>, q: &Q<T>, rows: Range<usize>, emit: &mut dyn FnMut(usize, [&[T]; 3])) {
+    fn band(&self, gr: &Grid<T>, q: &Q<T>, rows: Range<usize>, mut emit: impl FnMut(usize, [&[T]; 3])) {
         let mut s = Scratch::new(gr.nx, gr.w);
         let l0 = rows.start;
         for r in l0 - 2..=l0 + 1 {

@@ -231,7 +231,7 @@ pub(super) trait Operator<T: Real>: Send + Sync {
     /// `L(q)` of the stored interior rows `rows` (`2..ny+2`), in increasing order: calls
     /// `emit(l, [L_eta, L_hu, L_hv])` once per row with the `nx` interior values of each.
     /// `q` has its ghosts filled (wall sides mirrored).
-    fn band(&self, grid: &Grid<T>, q: &Q<T>, rows: Range<usize>, emit: &mut dyn FnMut(usize, [&[T]; 3]));
+    fn band(&self, grid: &Grid<T>, q: &Q<T>, rows: Range<usize>, emit: impl FnMut(usize, [&[T]; 3]));
 }
 
 /// A finite-volume scheme: its operator, the fields in three rotating buffer sets, and the
@@ -252,7 +252,7 @@ pub(super) struct Fv<T: Real, O> {
 
 /// [`Operator::band`], in AVX-512F or AVX2 code where the CPU has it: the same operations
 /// (Rust contracts no multiply-adds), so the same bits, on four or two times the vector width.
-fn band<T: Real, O: Operator<T>>(op: &O, grid: &Grid<T>, q: &Q<T>, rows: Range<usize>, emit: &mut dyn FnMut(usize, [&[T]; 3])) {
+fn band<T: Real, O: Operator<T>>(op: &O, grid: &Grid<T>, q: &Q<T>, rows: Range<usize>, emit: impl FnMut(usize, [&[T]; 3])) {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx512f") {
         // SAFETY: the CPU supports AVX-512F (checked just above).
@@ -268,13 +268,13 @@ fn band<T: Real, O: Operator<T>>(op: &O, grid: &Grid<T>, q: &Q<T>, rows: Range<u
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn band_avx512<T: Real, O: Operator<T>>(op: &O, grid: &Grid<T>, q: &Q<T>, rows: Range<usize>, emit: &mut dyn FnMut(usize, [&[T]; 3])) {
+unsafe fn band_avx512<T: Real, O: Operator<T>>(op: &O, grid: &Grid<T>, q: &Q<T>, rows: Range<usize>, emit: impl FnMut(usize, [&[T]; 3])) {
     op.band(grid, q, rows, emit)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn band_avx2<T: Real, O: Operator<T>>(op: &O, grid: &Grid<T>, q: &Q<T>, rows: Range<usize>, emit: &mut dyn FnMut(usize, [&[T]; 3])) {
+unsafe fn band_avx2<T: Real, O: Operator<T>>(op: &O, grid: &Grid<T>, q: &Q<T>, rows: Range<usize>, emit: impl FnMut(usize, [&[T]; 3])) {
     op.band(grid, q, rows, emit)
 }
 
@@ -320,6 +320,7 @@ impl<T: Real, O: Operator<T>> Fv<T, O> {
         let b = stage.blend.map_or(1.0, |(_, b)| b);
         let friction = self.p.friction != 0.0;
         let drag = T::of(k * b * stage.c) * T::of(self.p.friction) * dt;
+        let stage = stage.with_dt(dt);
         let (grid, op) = (&self.grid, &self.op);
         let (qin, q0, qout) = split(&mut self.bufs, input, self.sets.q0, out);
         let bm = &grid.bm.v;
@@ -336,7 +337,8 @@ impl<T: Real, O: Operator<T>> Fv<T, O> {
                 if rows.is_empty() {
                     return;
                 }
-                band(op, grid, qin, rows, &mut |l, [l1, l2, l3]| {
+                // Inlined into the band's vector code (hence a generic `emit`).
+                band(op, grid, qin, rows, #[inline(always)] |l, [l1, l2, l3]| {
                     let (base, off) = (l * w + 2, (l - r0) * w + 2);
                     let range = base..base + nx;
                     let (e0, u0, v0) = (&q0.eta.v[range.clone()], &q0.hu.v[range.clone()], &q0.hv.v[range.clone()]);
@@ -344,19 +346,21 @@ impl<T: Real, O: Operator<T>> Fv<T, O> {
                     let bm = &bm[range];
                     let (oe, ou, ov) = (&mut oe[off..off + nx], &mut ou[off..off + nx], &mut ov[off..off + nx]);
                     let (l1, l2, l3) = (&l1[..nx], &l2[..nx], &l3[..nx]);
+                    // A copy, not the captured reference: loop-invariant, so the loops vectorise.
+                    let stage = stage;
                     for i in 0..nx {
-                        oe[i] = stage.apply(e0[i], e[i], dt, -l1[i]);
+                        oe[i] = stage.apply(e0[i], e[i], -l1[i]);
                     }
                     if friction {
                         for i in 0..nx {
                             let div = T::one() + drag / (e[i] + bm[i]);
-                            ou[i] = stage.apply(u0[i], u[i], dt, -l2[i]) / div;
-                            ov[i] = stage.apply(v0[i], v[i], dt, -l3[i]) / div;
+                            ou[i] = stage.apply(u0[i], u[i], -l2[i]) / div;
+                            ov[i] = stage.apply(v0[i], v[i], -l3[i]) / div;
                         }
                     } else {
                         for i in 0..nx {
-                            ou[i] = stage.apply(u0[i], u[i], dt, -l2[i]);
-                            ov[i] = stage.apply(v0[i], v[i], dt, -l3[i]);
+                            ou[i] = stage.apply(u0[i], u[i], -l2[i]);
+                            ov[i] = stage.apply(v0[i], v[i], -l3[i]);
                         }
                     }
                 });

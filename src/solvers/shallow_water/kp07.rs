@@ -47,7 +47,9 @@ fn flux<T: Real>(qm: [T; 3], qp: [T; 3], hf: T, g: T) -> [T; 3] {
     let ap = (um + cm).max(up + cp).max(T::zero());
     let d = ap - am;
     let apam = ap * am;
-    let f = [0, 1, 2].map(|n| ((ap * fm[n] - am * fp[n]) + apam * (qp[n] - qm[n])) / d);
+    // Not `[0, 1, 2].map(..)`: that one is not always inlined, and then nothing vectorises.
+    let f_n = |n: usize| ((ap * fm[n] - am * fp[n]) + apam * (qp[n] - qm[n])) / d;
+    let f = [f_n(0), f_n(1), f_n(2)];
     // A select rather than an early return, so that the loop vectorises.
     if d.abs() < T::of(FLUX_EPS) { [T::zero(); 3] } else { f }
 }
@@ -204,7 +206,7 @@ impl<T: Real> Scratch<T> {
 
 impl<T: Real> Operator<T> for Op {
     #[inline(always)]
-    fn band(&self, gr: &Grid<T>, q: &Q<T>, rows: Range<usize>, emit: &mut dyn FnMut(usize, [&[T]; 3])) {
+    fn band(&self, gr: &Grid<T>, q: &Q<T>, rows: Range<usize>, mut emit: impl FnMut(usize, [&[T]; 3])) {
         let mut s = Scratch::new(gr.nx, gr.w);
         let l0 = rows.start;
         s.reconstruct_y(gr, q, l0 - 1);

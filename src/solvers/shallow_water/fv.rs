@@ -347,6 +347,7 @@ impl<T: Real, O: Operator<T>> Fv<T, O> {
                     let (oe, ou, ov) = (&mut oe[off..off + nx], &mut ou[off..off + nx], &mut ov[off..off + nx]);
                     let (l1, l2, l3) = (&l1[..nx], &l2[..nx], &l3[..nx]);
                     // A copy, not the captured reference: loop-invariant, so the loops vectorise.
+                    #[allow(clippy::redundant_locals)]
                     let stage = stage;
                     for i in 0..nx {
                         oe[i] = stage.apply(e0[i], e[i], -l1[i]);

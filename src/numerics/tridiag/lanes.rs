@@ -138,13 +138,18 @@ mod x86 {
                 // Rows per block: one cache line of each system.
                 const B: usize = 64 / std::mem::size_of::<$t>();
                 let m = t.m;
-                // SAFETY (whole body): every row index below is under m, so every access
-                // lies in a right-hand side or in the scratch (the caller's promise).
-                unsafe {
-                    // Rows i0..i0 + n of every system into the scratch (or back): by tiles
-                    // where the block is whole (a transpose is its own inverse), else element
-                    // by element.
-                    let exchange = |i0: usize, n: usize, into_scratch: bool| {
+                /// Rows `i0..i0 + n` of every system into the scratch (`INTO`) or back: by
+                /// tiles where the block is whole (a transpose is its own inverse), else element
+                /// by element. One function per direction, so that each is inlined at its one
+                /// call (a closure called for both was not).
+                ///
+                /// # Safety
+                /// As the kernel's, and the rows are under `m`.
+                #[target_feature(enable = "avx2")]
+                #[inline]
+                unsafe fn exchange<const INTO: bool>(p: &[*mut $t; LANES], s: *mut $t, i0: usize, n: usize) {
+                    // SAFETY: the caller's promise.
+                    unsafe {
                         if n == B {
                             for g in 0..VECTORS {
                                 for h in (0..B).step_by(W) {
@@ -152,12 +157,8 @@ mod x86 {
                                         std::array::from_fn(|k| p[g * W + k].add(i0 + h));
                                     let scratch: [*mut $t; W] =
                                         std::array::from_fn(|k| s.add((i0 + h + k) * L + g * W));
-                                    let (from, to) = if into_scratch {
-                                        (system, scratch)
-                                    } else {
-                                        (scratch, system)
-                                    };
-                                    let mut r: [$v; W] = from.map(|q| $load(q));
+                                    let (from, to) = if INTO { (system, scratch) } else { (scratch, system) };
+                                    let mut r: [$v; W] = std::array::from_fn(|k| $load(from[k]));
                                     $transpose(&mut r);
                                     for (q, v) in to.iter().zip(r) {
                                         $store(*q, v);
@@ -168,7 +169,7 @@ mod x86 {
                             for i in i0..i0 + n {
                                 for (k, q) in p.iter().enumerate() {
                                     let (system, scratch) = (q.add(i), s.add(i * L + k));
-                                    if into_scratch {
+                                    if INTO {
                                         *scratch = *system
                                     } else {
                                         *system = *scratch
@@ -176,7 +177,11 @@ mod x86 {
                                 }
                             }
                         }
-                    };
+                    }
+                }
+                // SAFETY (whole body): every row index below is under m, so every access
+                // lies in a right-hand side or in the scratch (the caller's promise).
+                unsafe {
                     let row = |i: usize| {
                         std::array::from_fn::<$v, VECTORS, _>(|g| $load(s.add(i * L + g * W)))
                     };
@@ -189,7 +194,7 @@ mod x86 {
                     let mut y = [$set1(0.0); VECTORS];
                     for i0 in (0..m).step_by(B) {
                         let n = B.min(m - i0);
-                        exchange(i0, n, true);
+                        exchange::<true>(p, s, i0, n);
                         for i in i0..i0 + n {
                             let (l, inv, _) = t.at(i);
                             let (l, inv, d) = ($set1(l), $set1(inv), row(i));
@@ -215,7 +220,7 @@ mod x86 {
                             }
                             put(i, &x);
                         }
-                        exchange(i0, n, false);
+                        exchange::<false>(p, s, i0, n);
                     }
                 }
             }

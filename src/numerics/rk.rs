@@ -13,10 +13,10 @@
 //! where a stage without blend is the Euler step alone. [`step`] runs the stages in order on
 //! an [`RkState`], which owns the arrays on its back end (CPU slices or GPU buffers), its time
 //! step (one global `dt`, or one per point for local time stepping) and its boundary
-//! conditions. Every value is updated by [`Stage::apply`], which fixes the operations and
-//! their order; a CUDA kernel that receives `c`, `a` and `b` and evaluates the same
-//! expression without FMA contraction (`--fmad=false`, see [`crate::cuda::nvrtc_options`])
-//! computes the same bits.
+//! conditions. Every value is updated by [`Stage::apply`] (or [`StageIn::apply`], the same
+//! with the coefficients in `T`), which fixes the operations and their order; a CUDA kernel
+//! that receives `c`, `a` and `b` and evaluates the same expression without FMA contraction
+//! (`--fmad=false`, see [`crate::cuda::nvrtc_options`]) computes the same bits.
 
 use serde::{Deserialize, Serialize};
 

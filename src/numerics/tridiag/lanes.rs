@@ -144,7 +144,8 @@ mod x86 {
                 /// call (a closure called for both was not).
                 ///
                 /// # Safety
-                /// As the kernel's, and the rows are under `m`.
+                /// The CPU has AVX2; rows `i0..i0 + n` exist in every system of `p` and in the
+                /// scratch `s`.
                 #[target_feature(enable = "avx2")]
                 #[inline]
                 unsafe fn exchange<const INTO: bool>(p: &[*mut $t; LANES], s: *mut $t, i0: usize, n: usize) {

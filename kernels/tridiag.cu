@@ -156,26 +156,29 @@ extern "C" __global__ void spike_corrections(real* __restrict__ d, long long fir
 }
 
 // ---- truncated SPIKE in one pass: each thread's partition (at most R rows) in registers ----
+//
+// The one-pass kernels index the tables by row: DeviceSpike::upload pads every factor set
+// with its tail to the longest partition (row i reads entry i, the value Thomas::at gives it)
+// and stores each kept spike window inside a partition's length of zeros (V's ending at the
+// last row, W's starting at the first). A full partition (m == R) then runs with no per-row
+// condition (FULL), about half the instructions of the general path.
 
 // Thomas::solve's sweeps (thomas_sweeps) on the m rows r[0..m) of a partition; returns F^b =
 // r[m - 1], kept apart (indexing the registers at run time would move them to local memory).
-template <int R>
-__device__ __forceinline__ real sweeps_in_registers(real* r, int m, int k, const real* __restrict__ lo, const real* __restrict__ iv,
-                                                    const real* __restrict__ u) {
-    // The rows from k on share the tail's factors: loaded once, not per row.
-    const real lt = lo[k], it = iv[k], ut = u[k];
+template <int R, bool FULL>
+__device__ __forceinline__ real sweeps_rows(real* r, int m, const real* __restrict__ lo, const real* __restrict__ iv, const real* __restrict__ u) {
     r[0] = r[0] * iv[0];
     real last = r[0];
 #pragma unroll
     for (int i = 1; i < R; ++i) {
-        if (i < m) {
-            r[i] = (r[i] - (i < k ? lo[i] : lt) * r[i - 1]) * (i < k ? iv[i] : it);
+        if (FULL || i < m) {
+            r[i] = (r[i] - lo[i] * r[i - 1]) * iv[i];
             last = r[i];
         }
     }
 #pragma unroll
     for (int i = R - 2; i >= 0; --i)
-        if (i < m - 1) r[i] = r[i] - (i < k ? u[i] : ut) * r[i + 1];
+        if (FULL || i < m - 1) r[i] = r[i] - u[i] * r[i + 1];
     return last;
 }
 
@@ -200,19 +203,57 @@ __device__ __forceinline__ void interface_values(const int* me, int q, int p, re
     }
 }
 
-// spike_correct on the m rows r[0..m) of partition q, V's before W's in each row.
-template <int R>
-__device__ __forceinline__ void correct_in_registers(real* r, int m, const int* me, int q, int p, real xt, real xb,
-                                                     const real* __restrict__ v, const real* __restrict__ w) {
-    const real *vq = v + me[4], *wq = w + me[6];
+// spike_correct on the m rows r[0..m) of partition q, V's before W's in each row, from the
+// padded windows: V's coefficient of row i at vq[i], W's at wq[i].
+template <int R, bool FULL>
+__device__ __forceinline__ void correct_rows(real* r, int m, const int* me, int q, int p, real xt, real xb,
+                                             const real* __restrict__ v, const real* __restrict__ w) {
+    const real *vq = v + me[4] + me[5] - m, *wq = w + me[6];
     int vfrom = q + 1 < p ? m - me[5] : m, wto = q > 0 ? me[7] : 0;
 #pragma unroll
     for (int i = 0; i < R; ++i) {
-        if (i < m) {
-            if (i >= vfrom) r[i] = r[i] - vq[i - vfrom] * xt;
+        if (FULL || i < m) {
+            if (i >= vfrom) r[i] = r[i] - vq[i] * xt;
             if (i < wto) r[i] = r[i] - wq[i] * xb;
         }
     }
+}
+
+// A partition's rows r[0..m) read through row(i), solved locally; returns F^b.
+template <int R, bool FULL, class Row>
+__device__ __forceinline__ real load_and_solve(real* r, Row row, int m, const real* __restrict__ lo, const real* __restrict__ iv,
+                                               const real* __restrict__ u) {
+#pragma unroll
+    for (int i = 0; i < R; ++i)
+        if (FULL || i < m) r[i] = row(i);
+    return sweeps_rows<R, FULL>(r, m, lo, iv, u);
+}
+
+// The corrections of partition q (where `correct`), then its rows written through row(i).
+template <int R, bool FULL, class Row>
+__device__ __forceinline__ void correct_and_store(real* r, Row row, int m, bool correct, const int* me, int q, int p, real xt, real xb,
+                                                  const real* __restrict__ v, const real* __restrict__ w) {
+    if (correct) correct_rows<R, FULL>(r, m, me, q, p, xt, xb, v, w);
+#pragma unroll
+    for (int i = 0; i < R; ++i)
+        if (FULL || i < m) row(i) = r[i];
+}
+
+// The two steps of one partition, the full or the general instance (the barrier between them
+// stays outside, common to both).
+template <int R, class Row>
+__device__ __forceinline__ real solve_partition(real* r, Row row, int m, const real* __restrict__ lo, const real* __restrict__ iv,
+                                                const real* __restrict__ u) {
+    return m == R ? load_and_solve<R, true>(r, row, m, lo, iv, u) : load_and_solve<R, false>(r, row, m, lo, iv, u);
+}
+
+template <int R, class Row>
+__device__ __forceinline__ void finish_partition(real* r, Row row, int m, bool correct, const int* me, int q, int p, real xt, real xb,
+                                                 const real* __restrict__ v, const real* __restrict__ w) {
+    if (m == R)
+        correct_and_store<R, true>(r, row, m, correct, me, q, p, xt, xb, v, w);
+    else
+        correct_and_store<R, false>(r, row, m, correct, me, q, p, xt, xb, v, w);
 }
 
 // Interleaved systems: a block holds every partition of `systems` neighbouring systems
@@ -234,12 +275,10 @@ __device__ __forceinline__ void spike_fused_body(real* __restrict__ d, long long
     const int* me = meta + 8 * q;
     int m = me[1] - me[0], f = me[3];
     real* x = d + first + (long long)me[0] * width + s;
+    auto row = [=](int i) -> real& { return x[(long long)i * width]; };
     real r[R];
     if (live) {
-#pragma unroll
-        for (int i = 0; i < R; ++i)
-            if (i < m) r[i] = x[(long long)i * width];
-        fb[q * systems + l] = sweeps_in_registers<R>(r, m, me[2], lower + f, inv + f, up + f);
+        fb[q * systems + l] = solve_partition<R>(r, row, m, lower + f, inv + f, up + f);
         ft[q * systems + l] = r[0];
     }
     __syncthreads();
@@ -247,10 +286,7 @@ __device__ __forceinline__ void spike_fused_body(real* __restrict__ d, long long
     int at = q * systems + l, prev = q > 0 ? at - systems : at, next = q + 1 < p ? at + systems : at;
     real xt, xb;
     interface_values(me, q, p, fb[prev], ft[at], fb[at], ft[next], v, w, &xt, &xb);
-    correct_in_registers<R>(r, m, me, q, p, xt, xb, v, w);
-#pragma unroll
-    for (int i = 0; i < R; ++i)
-        if (i < m) x[(long long)i * width] = r[i];
+    finish_partition<R>(r, row, m, true, me, q, p, xt, xb, v, w);
 }
 
 // Threads per block whose rows fill half the register file (128 KiB): the block of a
@@ -304,12 +340,10 @@ __device__ __forceinline__ void spike_line_body(real* __restrict__ d, long long 
     __syncthreads();
     const int* me = meta + 8 * (live ? q : q1);
     int m = me[1] - me[0], f = me[3], off = me[0] - row0;
+    auto row = [=](int i) -> real& { return tile[padded(off + i)]; };
     real r[R];
     if (live) {
-#pragma unroll
-        for (int i = 0; i < R; ++i)
-            if (i < m) r[i] = tile[padded(off + i)];
-        fb[t] = sweeps_in_registers<R>(r, m, me[2], lower + f, inv + f, up + f);
+        fb[t] = solve_partition<R>(r, row, m, lower + f, inv + f, up + f);
         ft[t] = r[0];
         if (q <= q0 + 1 || q >= q1 - 1) {
             top[q] = ft[t];
@@ -317,15 +351,11 @@ __device__ __forceinline__ void spike_line_body(real* __restrict__ d, long long 
         }
     }
     __syncthreads();
-    if (live && q != q0 && q != q1) {
-        real xt, xb;
-        interface_values(me, q, p, fb[t - 1], ft[t], fb[t], ft[t + 1], v, w, &xt, &xb);
-        correct_in_registers<R>(r, m, me, q, p, xt, xb, v, w);
-    }
     if (live) {
-#pragma unroll
-        for (int i = 0; i < R; ++i)
-            if (i < m) tile[padded(off + i)] = r[i];
+        bool inner = q != q0 && q != q1;
+        real xt = 0, xb = 0;
+        if (inner) interface_values(me, q, p, fb[t - 1], ft[t], fb[t], ft[t + 1], v, w, &xt, &xb);
+        finish_partition<R>(r, row, m, inner, me, q, p, xt, xb, v, w);
     }
     __syncthreads();
 #pragma unroll

@@ -217,6 +217,11 @@ fn bench_tridiag_solves_on_the_device_as_on_the_cpu() {
         (&["--solver", "spike", "--size", "5000"][..], &["spike", "spike_staged"][..], None),
         // 257 partitions: two blocks of the line kernel, the second of one partition.
         (&["--solver", "spike", "--size", "8200", "--precision", "f32"][..], &["spike", "spike_staged"][..], None),
+        // Partitions of exactly 32, 64 and 128 rows: the one-pass kernels' full path.
+        (&["--size", "256", "--batch", "41", "--precision", "f32"][..], &["interleaved_spike_32", "interleaved_spike_64", "interleaved_spike_128"][..], None),
+        (&["--size", "256", "--batch", "41"][..], &["interleaved_spike_32", "interleaved_spike_64"][..], Some("interleaved_spike_16")),
+        (&["--solver", "spike", "--size", "8192", "--precision", "f32"][..], &["spike"][..], None),
+        (&["--solver", "spike", "--size", "8192"][..], &["spike"][..], None),
     ] {
         let mut a = vec!["bench", "tridiag", "--backend", "cuda", "--seconds", "0.01", "--json"];
         a.extend(args);

@@ -61,13 +61,18 @@ enum DeviceX<T> {
 /// Host arrays of Thomas factors in the device layout, appended to `lower`, `inv`, `up`;
 /// returns `k`.
 fn flatten_thomas<T: Real>(t: &Thomas<T>, lower: &mut Vec<T>, inv: &mut Vec<T>, up: &mut Vec<T>) -> i32 {
+    flatten_thomas_rows(t, 0, lower, inv, up)
+}
+
+/// As [`flatten_thomas`], with the tail repeated until `rows` entries are stored, so that
+/// row i < rows may read entry i (the one-pass SPIKE kernels); rows from k on read the tail
+/// either way, so the kernels that read entry min(i, k) take the same arrays.
+fn flatten_thomas_rows<T: Real>(t: &Thomas<T>, rows: usize, lower: &mut Vec<T>, inv: &mut Vec<T>, up: &mut Vec<T>) -> i32 {
     let ((l, i, u), (lt, it, ut)) = (t.prefix(), t.tail());
-    lower.extend_from_slice(l);
-    inv.extend_from_slice(i);
-    up.extend_from_slice(u);
-    lower.push(lt);
-    inv.push(it);
-    up.push(ut);
+    let tail = rows.saturating_sub(l.len()).max(1);
+    lower.extend(l.iter().copied().chain(std::iter::repeat_n(lt, tail)));
+    inv.extend(i.iter().copied().chain(std::iter::repeat_n(it, tail)));
+    up.extend(u.iter().copied().chain(std::iter::repeat_n(ut, tail)));
     l.len() as i32
 }
 
@@ -218,16 +223,26 @@ impl<T: Real> DeviceSpike<T> {
         let parts = plan.truncated().expect("a truncated plan");
         let (mut lower, mut inv, mut up, mut v, mut w) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let mut meta = Vec::with_capacity(8 * parts.len());
+        let rows = parts.iter().map(|q| q.end - q.start).max().unwrap_or(0);
         // Partitions that share their factors and spikes (a constant matrix's) share them on
-        // the device too: uploaded once, read from the cache.
+        // the device too: uploaded once, read from the cache. The layout of the one-pass
+        // kernels (kernels/tridiag.cu): factors padded to `rows` entries, and each window
+        // inside its partition's length of zeros, V's at the end and W's at the start (the
+        // offsets in `meta` name the windows themselves, as the staged kernels read them).
         let mut uploaded = std::collections::HashMap::new();
         for q in &parts {
-            let key = (q.factors as *const Thomas<T>, q.v.as_ptr(), q.w.as_ptr());
+            let m = q.end - q.start;
+            assert!(q.v.len() <= m && q.w.len() <= m, "a spike window is longer than its partition");
+            let key = (q.factors as *const Thomas<T>, q.v.as_ptr(), q.w.as_ptr(), m);
             let &mut (k, factors, voff, woff) = uploaded.entry(key).or_insert_with(|| {
-                let (factors, voff, woff) = (int(lower.len()), int(v.len()), int(w.len()));
-                let k = flatten_thomas(q.factors, &mut lower, &mut inv, &mut up);
+                let factors = int(lower.len());
+                let k = flatten_thomas_rows(q.factors, rows, &mut lower, &mut inv, &mut up);
+                v.resize(v.len() + m - q.v.len(), T::zero());
+                let voff = int(v.len());
                 v.extend_from_slice(q.v);
+                let woff = int(w.len());
                 w.extend_from_slice(q.w);
+                w.resize(w.len() + m - q.w.len(), T::zero());
                 (k, factors, voff, woff)
             });
             meta.extend([int(q.start), int(q.end), k, factors, voff, int(q.v.len()), woff, int(q.w.len())]);
@@ -237,7 +252,6 @@ impl<T: Real> DeviceSpike<T> {
         w.push(T::zero());
         let h = |v: &[T]| stream.clone_htod(v).map_err(driver_err("factor upload"));
         let p = parts.len();
-        let rows = parts.iter().map(|q| q.end - q.start).max().unwrap_or(0);
         let one_pass = one_pass_launch::<T>(kernels, p, rows, width)?;
         Ok(DeviceSpike {
             p: int(p),

@@ -161,6 +161,10 @@ pub fn setup() -> &'static Setup {
         if cuda.is_none() {
             assert!(std::env::var_os("CI").is_none(), "CI must run the CUDA tests on the emulated driver: {note}");
         }
+        // scripts/gpu_check.sh: on a GPU machine a test must not pass by skipping.
+        if std::env::var_os("SIM_TESTS_NEED_GPU").is_some() {
+            assert!(matches!(cuda, Some(Cuda::Real(_))), "SIM_TESTS_NEED_GPU is set but the CUDA tests would run on {note}");
+        }
         Setup { real_driver, cuda, note }
     })
 }

@@ -36,22 +36,56 @@ extern "C" __global__ void implicit_explicit2d(const real* __restrict__ src, rea
 
 // ---- Thomas ----
 
-// Solve one system in place: unknown i at x[i * step]. Thomas::solve's sweeps.
+// Solve one system in place: unknown i at x[i * step]. Thomas::solve's sweeps, over chunks of
+// THOMAS_CHUNK rows loaded before the chain runs through them: row by row, each load would
+// wait behind the previous row's store (the compiler cannot tell the rows apart, `step` being
+// known only at run time), one memory latency per row; a chunk's loads overlap. The same
+// operations in the same order as row by row. Eight rows keep the kernels that call this
+// within 64 registers per thread, so that blocks of up to 1024 threads launch
+// (__launch_bounds__(1024) below).
+#define THOMAS_CHUNK 8
 __device__ __forceinline__ void thomas_sweeps(real* x, long long step, int m, const real* lower, const real* inv, const real* up, int k) {
-    x[0] = x[0] * inv[0];
-    for (int i = 1; i < m; ++i) {
-        int f = i < k ? i : k;
-        x[i * step] = (x[i * step] - lower[f] * x[(i - 1) * step]) * inv[f];
+    real prev = (real)0;  // the last row solved: x[i - 1] forward, x[i + 1] backward
+    for (int i0 = 0; i0 < m; i0 += THOMAS_CHUNK) {
+        real c[THOMAS_CHUNK];
+#pragma unroll
+        for (int j = 0; j < THOMAS_CHUNK; ++j)
+            if (i0 + j < m) c[j] = x[(i0 + j) * step];
+#pragma unroll
+        for (int j = 0; j < THOMAS_CHUNK; ++j) {
+            int i = i0 + j, f = i < k ? i : k;
+            if (i < m) {
+                c[j] = i == 0 ? c[j] * inv[0] : (c[j] - lower[f] * prev) * inv[f];
+                prev = c[j];
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < THOMAS_CHUNK; ++j)
+            if (i0 + j < m) x[(i0 + j) * step] = c[j];
     }
-    for (int i = m - 2; i >= 0; --i) {
-        int f = i < k ? i : k;
-        x[i * step] = x[i * step] - up[f] * x[(i + 1) * step];
+    // Backward from row m - 2, prev holding row m - 1.
+    for (int i1 = m - 2; i1 >= 0; i1 -= THOMAS_CHUNK) {
+        real c[THOMAS_CHUNK];
+#pragma unroll
+        for (int j = 0; j < THOMAS_CHUNK; ++j)
+            if (i1 - j >= 0) c[j] = x[(i1 - j) * step];
+#pragma unroll
+        for (int j = 0; j < THOMAS_CHUNK; ++j) {
+            int i = i1 - j, f = i < k ? i : k;
+            if (i >= 0) {
+                c[j] = c[j] - up[f] * prev;
+                prev = c[j];
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < THOMAS_CHUNK; ++j)
+            if (i1 - j >= 0) x[(i1 - j) * step] = c[j];
     }
 }
 
 // `count` systems stored one after another, one thread per system: unknown i of system s at
 // d[first + s * stride + i] (the interior of the rows of a grid; count 1 for one system).
-extern "C" __global__ void thomas_rows(real* __restrict__ d, long long first, long long stride, int m, int count,
+extern "C" __global__ void __launch_bounds__(1024) thomas_rows(real* __restrict__ d, long long first, long long stride, int m, int count,
                                        const real* __restrict__ lower, const real* __restrict__ inv, const real* __restrict__ up, int k) {
     int s = blockIdx.x * blockDim.x + threadIdx.x;
     if (s >= count) return;
@@ -60,7 +94,7 @@ extern "C" __global__ void thomas_rows(real* __restrict__ d, long long first, lo
 
 // `width` systems interleaved, one thread per system: unknown i of system s at
 // d[first + i * width + s], so a warp's loads of one row are coalesced (the columns of a grid).
-extern "C" __global__ void thomas_interleaved(real* __restrict__ d, long long first, int m, int width,
+extern "C" __global__ void __launch_bounds__(1024) thomas_interleaved(real* __restrict__ d, long long first, int m, int width,
                                               const real* __restrict__ lower, const real* __restrict__ inv, const real* __restrict__ up, int k) {
     int s = blockIdx.x * blockDim.x + threadIdx.x;
     if (s >= width) return;
@@ -101,7 +135,7 @@ __device__ __forceinline__ void spike_correct(real* x, long long step, int m, in
 }
 
 // (1) Every partition solves its own block in place.
-extern "C" __global__ void spike_local(real* __restrict__ d, long long first, int p, int width, const int* __restrict__ meta,
+extern "C" __global__ void __launch_bounds__(1024) spike_local(real* __restrict__ d, long long first, int p, int width, const int* __restrict__ meta,
                                        const real* __restrict__ lower, const real* __restrict__ inv, const real* __restrict__ up) {
     long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= (long long)p * width) return;

@@ -40,7 +40,6 @@ tests)
     rc=$?
     log "test $t: rc $rc in $(( $(date +%s) - start )) s: $(grep -E '^test result' "$out/test_$t.log" | tail -1)"
     grep -E 'FAILED|panicked|failed' "$out/test_$t.log" | head -20 | tee -a "$out/summary.txt"
-    grep -m1 'CUDA tests run on' "$out/test_$t.log" | tee -a "$out/summary.txt"
     # A failure again alone, with its message in the summary.
     for f in $(grep -E '^test .* FAILED$' "$out/test_$t.log" | awk '{print $2}'); do
       SIM_TESTS_NEED_GPU=1 "$x/bin/$t" "$f" --exact --test-threads=1 2>&1 | grep -v '^$' | tail -25 | tee -a "$out/summary.txt"

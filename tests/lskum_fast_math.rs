@@ -51,7 +51,7 @@ fn fast_math_follows_the_exact_residue_history() {
 }
 
 /// Both runs converged by 4 decades (about 22 000 iterations each, run side by side on a
-/// thread each; 27 minutes on the shared 2-core VM): C_l and C_d agree to 1e-6, and the residues at
+/// thread each; 13 to 27 minutes on the 2-core VMs): C_l and C_d agree to 1e-6, and the residues at
 /// every 1000th iteration to 1e-6 decades. Run with
 /// `cargo test --release --test lskum_fast_math -- --ignored converged`.
 #[test]

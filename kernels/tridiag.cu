@@ -197,10 +197,15 @@ extern "C" __global__ void spike_corrections(real* __restrict__ d, long long fir
 // last row, W's starting at the first). A full partition (m == R) then runs with no per-row
 // condition (FULL), about half the instructions of the general path.
 
-// Thomas::solve's sweeps (thomas_sweeps) on the m rows r[0..m) of a partition; returns F^b =
-// r[m - 1], kept apart (indexing the registers at run time would move them to local memory).
-template <int R, bool FULL>
-__device__ __forceinline__ real sweeps_rows(real* r, int m, const real* __restrict__ lo, const real* __restrict__ iv, const real* __restrict__ u) {
+// A partition's rows r[0..m), read through row(i), solved locally by Thomas::solve's sweeps
+// (thomas_sweeps); returns F^b = r[m - 1], kept apart (indexing the registers at run time
+// would move them to local memory).
+template <int R, bool FULL, class Row>
+__device__ __forceinline__ real load_and_solve(real* r, Row row, int m, const real* __restrict__ lo, const real* __restrict__ iv,
+                                               const real* __restrict__ u) {
+#pragma unroll
+    for (int i = 0; i < R; ++i)
+        if (FULL || i < m) r[i] = row(i);
     r[0] = r[0] * iv[0];
     real last = r[0];
 #pragma unroll
@@ -237,37 +242,23 @@ __device__ __forceinline__ void interface_values(const int* me, int q, int p, re
     }
 }
 
-// spike_correct on the m rows r[0..m) of partition q, V's before W's in each row, from the
-// padded windows: V's coefficient of row i at vq[i], W's at wq[i].
-template <int R, bool FULL>
-__device__ __forceinline__ void correct_rows(real* r, int m, const int* me, int q, int p, real xt, real xb,
-                                             const real* __restrict__ v, const real* __restrict__ w) {
-    const real *vq = v + me[4] + me[5] - m, *wq = w + me[6];
-    int vfrom = q + 1 < p ? m - me[5] : m, wto = q > 0 ? me[7] : 0;
-#pragma unroll
-    for (int i = 0; i < R; ++i) {
-        if (FULL || i < m) {
-            if (i >= vfrom) r[i] = r[i] - vq[i] * xt;
-            if (i < wto) r[i] = r[i] - wq[i] * xb;
-        }
-    }
-}
-
-// A partition's rows r[0..m) read through row(i), solved locally; returns F^b.
-template <int R, bool FULL, class Row>
-__device__ __forceinline__ real load_and_solve(real* r, Row row, int m, const real* __restrict__ lo, const real* __restrict__ iv,
-                                               const real* __restrict__ u) {
-#pragma unroll
-    for (int i = 0; i < R; ++i)
-        if (FULL || i < m) r[i] = row(i);
-    return sweeps_rows<R, FULL>(r, m, lo, iv, u);
-}
-
-// The corrections of partition q (where `correct`), then its rows written through row(i).
+// Where `correct`, spike_correct on the m rows r[0..m) of partition q, V's before W's in each
+// row, from the padded windows (V's coefficient of row i at vq[i], W's at wq[i]); then the rows
+// written through row(i).
 template <int R, bool FULL, class Row>
 __device__ __forceinline__ void correct_and_store(real* r, Row row, int m, bool correct, const int* me, int q, int p, real xt, real xb,
                                                   const real* __restrict__ v, const real* __restrict__ w) {
-    if (correct) correct_rows<R, FULL>(r, m, me, q, p, xt, xb, v, w);
+    if (correct) {
+        const real *vq = v + me[4] + me[5] - m, *wq = w + me[6];
+        int vfrom = q + 1 < p ? m - me[5] : m, wto = q > 0 ? me[7] : 0;
+#pragma unroll
+        for (int i = 0; i < R; ++i) {
+            if (FULL || i < m) {
+                if (i >= vfrom) r[i] = r[i] - vq[i] * xt;
+                if (i < wto) r[i] = r[i] - wq[i] * xb;
+            }
+        }
+    }
 #pragma unroll
     for (int i = 0; i < R; ++i)
         if (FULL || i < m) row(i) = r[i];

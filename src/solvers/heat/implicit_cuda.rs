@@ -58,16 +58,12 @@ enum DeviceX<T> {
     Spike(Box<DeviceSpike<T>>),
 }
 
-/// Host arrays of Thomas factors in the device layout, appended to `lower`, `inv`, `up`;
-/// returns `k`.
-fn flatten_thomas<T: Real>(t: &Thomas<T>, lower: &mut Vec<T>, inv: &mut Vec<T>, up: &mut Vec<T>) -> i32 {
-    flatten_thomas_rows(t, 0, lower, inv, up)
-}
-
-/// As [`flatten_thomas`], with the tail repeated until `rows` entries are stored, so that
-/// row i < rows may read entry i (the one-pass SPIKE kernels); rows from k on read the tail
-/// either way, so the kernels that read entry min(i, k) take the same arrays.
-fn flatten_thomas_rows<T: Real>(t: &Thomas<T>, rows: usize, lower: &mut Vec<T>, inv: &mut Vec<T>, up: &mut Vec<T>) -> i32 {
+/// Host arrays of Thomas factors in the device layout, appended to `lower`, `inv`, `up`:
+/// the k stored rows, then the tail repeated until `rows` entries are stored (at least once),
+/// so that row i < rows may read entry i (the one-pass SPIKE kernels); rows from k on read
+/// the tail either way, so the kernels that read entry min(i, k) take the same arrays.
+/// Returns `k`.
+fn flatten_thomas<T: Real>(t: &Thomas<T>, rows: usize, lower: &mut Vec<T>, inv: &mut Vec<T>, up: &mut Vec<T>) -> i32 {
     let ((l, i, u), (lt, it, ut)) = (t.prefix(), t.tail());
     let tail = rows.saturating_sub(l.len()).max(1);
     lower.extend(l.iter().copied().chain(std::iter::repeat_n(lt, tail)));
@@ -171,7 +167,7 @@ impl<T: Real> CudaImplicit<T> {
 impl<T: Real> DeviceThomas<T> {
     pub(crate) fn upload(stream: &Arc<CudaStream>, t: &Thomas<T>) -> Result<Self> {
         let (mut lower, mut inv, mut up) = (Vec::new(), Vec::new(), Vec::new());
-        let k = flatten_thomas(t, &mut lower, &mut inv, &mut up);
+        let k = flatten_thomas(t, 0, &mut lower, &mut inv, &mut up);
         let h = |v: &[T]| stream.clone_htod(v).map_err(driver_err("factor upload"));
         Ok(DeviceThomas { lower: h(&lower)?, inv: h(&inv)?, up: h(&up)?, k })
     }
@@ -236,7 +232,7 @@ impl<T: Real> DeviceSpike<T> {
             let key = (q.factors as *const Thomas<T>, q.v.as_ptr(), q.w.as_ptr(), m);
             let &mut (k, factors, voff, woff) = uploaded.entry(key).or_insert_with(|| {
                 let factors = int(lower.len());
-                let k = flatten_thomas_rows(q.factors, rows, &mut lower, &mut inv, &mut up);
+                let k = flatten_thomas(q.factors, rows, &mut lower, &mut inv, &mut up);
                 v.resize(v.len() + m - q.v.len(), T::zero());
                 let voff = int(v.len());
                 v.extend_from_slice(q.v);

@@ -29,9 +29,11 @@ use crate::solvers::heat::implicit::matrix;
 use crate::solvers::heat::implicit_cuda::{DeviceSpike, DeviceThomas};
 
 /// SPIKE partition length: short enough that a group of partitions solved one per vector
-/// lane stays in the L2 cache between its forward and backward sweeps (16 partitions, f64:
-/// 256 KiB).
-pub const SPIKE_ROWS: usize = 1 << 11;
+/// lane stays in the L2 cache between its forward and backward sweeps (32 partitions of f32
+/// or 16 of f64: 254 KiB), and not a power of two, so that the rows a group reads together
+/// spread over the L1 cache's sets (2048 rows: one set, and one vector per group instead of
+/// two).
+pub const SPIKE_ROWS: usize = 2032;
 
 /// SPIKE partition length of one system on a device, one thread per partition, its rows in
 /// registers (`spike_line32`; 2^27 unknowns give 2^22 threads).

@@ -238,7 +238,7 @@ fn bench_tridiag_reports_both_layouts_and_spike() {
     }
     let o = ok(sim(&dir, &["bench", "tridiag", "--solver", "spike", "--size", "100000", "--seconds", "0.01", "--json"]));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert!(v["spike"]["unknowns_per_s"].as_f64().unwrap() > 0.0 && v["partitions"].as_u64() == Some(100_000u64.div_ceil(2048)), "{v}");
+    assert!(v["spike"]["unknowns_per_s"].as_f64().unwrap() > 0.0 && v["partitions"].as_u64() == Some(100_000u64.div_ceil(sim::bench_tridiag::SPIKE_ROWS as u64)), "{v}");
     let bad: &[(&[&str], &str)] = &[
         (&["--solver", "cyclic"], "--solver cyclic"),
         (&["--solver", "spike", "--batch", "4"], "--batch"),

@@ -107,6 +107,8 @@ pub struct Thomas<T> {
     inv: Vec<T>,
     up: Vec<T>,
     tail: (T, T, T),
+    /// The vector kernel of [`Thomas::solve_together`] for this length on this CPU.
+    kernel: Option<lanes::Kernel>,
 }
 
 impl<T: Real> Thomas<T> {
@@ -139,7 +141,7 @@ impl<T: Real> Thomas<T> {
         }
         let k = lower.len();
         let tail = (lower[k - 1], inv[k - 1], up[k - 1]);
-        Ok(Thomas { m, lower, inv, up, tail })
+        Ok(Thomas { m, lower, inv, up, tail, kernel: lanes::choose::<T>(m) })
     }
 
     /// Unknowns.
@@ -276,7 +278,7 @@ impl<T: Real> Thomas<T> {
     /// Systems [`Thomas::solve_together`] takes at once at its fastest: a vector lane each
     /// where the CPU has AVX2 ([`lanes`]), else [`LOCKSTEP`] scalar chains.
     pub fn group_len(&self) -> usize {
-        lanes::group_len::<T>(self.m).unwrap_or(LOCKSTEP)
+        self.kernel.map_or(LOCKSTEP, |k| k.lanes::<T>())
     }
 
     /// Up to [`Thomas::group_len`] consecutive systems, element by element together.
@@ -297,7 +299,7 @@ impl<T: Real> Thomas<T> {
             return;
         }
         assert!(rows.iter().all(|r| r.len() == m), "right-hand sides of the wrong length");
-        if lanes::solve(self, rows) {
+        if self.kernel.is_some_and(|k| lanes::solve_with(k, self, rows)) {
             return;
         }
         if let Ok(group) = <&mut [&mut [T]; LOCKSTEP]>::try_from(&mut *rows) {
@@ -443,7 +445,7 @@ impl<T: Real> SpikePlan<T> {
             return input(format!("tridiagonal: {p} SPIKE partitions for a system of {n} unknowns; give 1 to {n}"));
         }
         let tol = T::epsilon() * T::of(0.25);
-        let bounds: Vec<(usize, usize)> = (0..p).map(|k| (k * n / p, (k + 1) * n / p)).collect();
+        let bounds = bounds(n, p);
         let mut parts = Vec::with_capacity(p);
         let mut cache: Vec<(usize, Partition<T>)> = Vec::new();
         let mut worst = (0.0f64, 0usize);
@@ -502,52 +504,152 @@ impl<T: Real> SpikePlan<T> {
             SpikeMethod::Thomas(t) => return t.solve(d),
             SpikeMethod::Truncated(parts) => parts,
         };
-        assert_eq!(d.len(), parts.last().map_or(0, |q| q.end), "right-hand side of the wrong length");
-        // (1) local solves; partitions that share their factors (a constant matrix's, of
-        // one length: two lengths at most) in lockstep groups.
-        let mut blocks = split(d, parts);
-        if self.shared_factors {
-            let mut classes: Vec<(&Thomas<T>, Vec<&mut [T]>)> = Vec::new();
-            for (b, q) in blocks.iter_mut().zip(parts) {
-                match classes.iter_mut().find(|(f, _)| f.len() == b.len()) {
-                    Some((_, members)) => members.push(&mut **b),
-                    None => classes.push((&q.factors, vec![&mut **b])),
-                }
-            }
-            for (factors, mut members) in classes {
-                members.par_chunks_mut(factors.group_len()).for_each(|group| factors.solve_together(group));
-            }
-        } else {
-            blocks.par_iter_mut().zip(parts.par_iter()).for_each(|(b, q)| q.factors.solve(b));
-        }
-        // (2) the interfaces: x_k^b and x_{k+1}^t.
+        assert_eq!(
+            d.len(),
+            parts.last().map_or(0, |q| q.end),
+            "right-hand side of the wrong length"
+        );
         let p = parts.len();
+        let mut blocks = split(d, parts);
+        // (1) local solves, in tasks of consecutive partitions: partitions that share their
+        // factors (a constant matrix's, of one length) in lockstep groups, others one by
+        // one. While its partitions are still in cache, a task also does (2) and (3) for the
+        // interfaces between them and for the partitions whose interfaces are all its own.
+        let tasks = self.tasks(parts);
+        let mut rest: &mut [&mut [T]] = &mut blocks;
+        let mut chunks = Vec::with_capacity(tasks.len());
+        for r in &tasks {
+            let (head, tail) = rest.split_at_mut(r.len());
+            chunks.push(head);
+            rest = tail;
+        }
+        let inner: Vec<Vec<(T, T)>> = chunks
+            .into_par_iter()
+            .zip(tasks.par_iter())
+            .map(|(b, r)| {
+                if self.shared_factors {
+                    parts[r.start].factors.solve_together(b);
+                } else {
+                    b.iter_mut()
+                        .zip(&parts[r.clone()])
+                        .for_each(|(b, q)| q.factors.solve(b));
+                }
+                let ends: Vec<(T, T)> = (r.start..r.end - 1)
+                    .map(|k| interface(&b[k - r.start..], &parts[k..]))
+                    .collect();
+                for k in r
+                    .clone()
+                    .filter(|&k| (k == 0 || k > r.start) && (k + 1 == p || k + 1 < r.end))
+                {
+                    let next = (k + 1 < p).then(|| ends[k - r.start].1);
+                    let prev = (k > 0).then(|| ends[k - 1 - r.start].0);
+                    correct(b[k - r.start], &parts[k], next, prev);
+                }
+                ends
+            })
+            .collect();
+        // (2) the interfaces between tasks: x_k^b and x_{k+1}^t.
         let mut bottom = vec![T::zero(); p];
         let mut top = vec![T::zero(); p];
-        for k in 0..p - 1 {
-            let (fb, ft) = (*blocks[k].last().unwrap(), blocks[k + 1][0]);
-            let (vb, wt) = (*parts[k].v.last().unwrap_or(&T::zero()), *parts[k + 1].w.first().unwrap_or(&T::zero()));
-            let det = T::one() - vb * wt;
-            bottom[k] = (fb - vb * ft) / det;
-            top[k + 1] = (ft - wt * fb) / det;
+        for (r, ends) in tasks.iter().zip(inner) {
+            for (k, (b, t)) in (r.start..).zip(ends) {
+                (bottom[k], top[k + 1]) = (b, t);
+            }
+            if r.end < p {
+                (bottom[r.end - 1], top[r.end]) =
+                    interface(&blocks[r.end - 1..], &parts[r.end - 1..]);
+            }
         }
-        // (3) corrections near the partitions' ends.
-        blocks.par_iter_mut().zip(parts.par_iter()).enumerate().for_each(|(k, (b, q))| {
-            let m = b.len();
-            if k + 1 < p {
-                let xt = top[k + 1];
-                for (x, &v) in b[m - q.v.len()..].iter_mut().zip(q.v.iter()) {
-                    *x = *x - v * xt;
-                }
-            }
-            if k > 0 {
-                let xb = bottom[k - 1];
-                for (x, &w) in b[..q.w.len()].iter_mut().zip(q.w.iter()) {
-                    *x = *x - w * xb;
-                }
-            }
-        });
+        // (3) corrections of the partitions at the tasks' ends.
+        let mut at_end = vec![false; p];
+        for r in &tasks {
+            at_end[r.start] |= r.start > 0;
+            at_end[r.end - 1] |= r.end < p;
+        }
+        blocks
+            .par_iter_mut()
+            .zip(parts.par_iter())
+            .enumerate()
+            .filter(|(k, _)| at_end[*k])
+            .for_each(|(k, (b, q))| {
+                correct(
+                    b,
+                    q,
+                    (k + 1 < p).then(|| top[k + 1]),
+                    (k > 0).then(|| bottom[k - 1]),
+                );
+            });
     }
+
+    /// The tasks of [`SpikePlan::solve`]: runs of consecutive partitions, as many as a
+    /// lockstep group takes where they share their factors (and length), else one each.
+    fn tasks(&self, parts: &[Partition<T>]) -> Vec<std::ops::Range<usize>> {
+        let mut tasks: Vec<std::ops::Range<usize>> = Vec::new();
+        let len = |k: usize| parts[k].end - parts[k].start;
+        for (k, q) in parts.iter().enumerate() {
+            match tasks.last_mut() {
+                Some(r)
+                    if self.shared_factors
+                        && len(r.start) == len(k)
+                        && r.len() < q.factors.group_len() =>
+                {
+                    r.end += 1
+                }
+                _ => tasks.push(k..k + 1),
+            }
+        }
+        tasks
+    }
+}
+
+/// Step (2) of [`SpikePlan::solve`] at the interface between the first two partitions of
+/// `b` (solved locally): `(x_k^b, x_{k+1}^t)` from the 2 x 2 system.
+fn interface<T: Real>(b: &[&mut [T]], parts: &[Partition<T>]) -> (T, T) {
+    let (fb, ft) = (*b[0].last().unwrap(), b[1][0]);
+    let (vb, wt) = (
+        *parts[0].v.last().unwrap_or(&T::zero()),
+        *parts[1].w.first().unwrap_or(&T::zero()),
+    );
+    let det = T::one() - vb * wt;
+    ((fb - vb * ft) / det, (ft - wt * fb) / det)
+}
+
+/// Step (3) of [`SpikePlan::solve`] on one partition: `x = F - V x_{k+1}^t - W x_{k-1}^b`
+/// over the kept windows (`next`, `prev`: the neighbours' interface values, where they exist).
+fn correct<T: Real>(b: &mut [T], q: &Partition<T>, next: Option<T>, prev: Option<T>) {
+    let m = b.len();
+    if let Some(xt) = next {
+        for (x, &v) in b[m - q.v.len()..].iter_mut().zip(q.v.iter()) {
+            *x = *x - v * xt;
+        }
+    }
+    if let Some(xb) = prev {
+        for (x, &w) in b[..q.w.len()].iter_mut().zip(q.w.iter()) {
+            *x = *x - w * xb;
+        }
+    }
+}
+
+/// The row ranges of `p` partitions of `n` rows: two lengths that differ by one row, or by 16
+/// rows where partitions are at least 256 rows long (then every partition but the last
+/// starts a whole number of 64-byte lines after the first), the longer ones first, so that
+/// the partitions of one length lie together and solve in lockstep groups.
+fn bounds(n: usize, p: usize) -> Vec<(usize, usize)> {
+    let unit = if n / p >= 256 { 16 } else { 1 };
+    let short = n / p / unit * unit;
+    let long = (n - short * p) / unit;
+    let mut start = 0;
+    (0..p)
+        .map(|k| {
+            let len = if k + 1 == p {
+                n - start
+            } else {
+                short + if k < long { unit } else { 0 }
+            };
+            start += len;
+            (start - len, start)
+        })
+        .collect()
 }
 
 /// `d` cut into the partitions' row ranges.
@@ -650,6 +752,7 @@ impl<T: Real> SpikePlan<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cpu::Simd;
 
     /// A random system with dominance `d` (xorshift, fixed seed).
     fn random(n: usize, d: f64, seed: u64) -> (Tridiagonal<f64>, Vec<f64>) {
@@ -752,7 +855,7 @@ mod tests {
 
     fn grouped_partitions_give_the_bits_of_single_solves_in<T: Real>() {
         let (a, b, c) = (T::of(-1.0), T::of(6.0), T::of(-1.5));
-        for (n, p) in [(3001, 40), (5000, 64), (4096, 32)] {
+        for (n, p) in [(3001, 40), (5000, 64), (4096, 32), (20000, 37)] {
             let constant = Tridiagonal::constant(n, a, b, c);
             let general = Tridiagonal::general(vec![a; n], vec![b; n], vec![c; n]);
             let (_, y) = random(n, 3.0, n as u64);
@@ -792,24 +895,45 @@ mod tests {
     }
 
     fn vector_groups_equal_single_solves_in<T: Real>() {
-        for m in [2, 5, 16, 23, 70] {
+        let general = |m: usize| {
             let (a, _) = random(m, 2.5, 5 + m as u64);
-            let diagonal = |k: usize| (0..m).map(|i| T::of([a.row(i).0, a.row(i).1, a.row(i).2][k])).collect::<Vec<T>>();
-            let t = Thomas::new(&Tridiagonal::general(diagonal(0), diagonal(1), diagonal(2))).unwrap();
-            let n = t.group_len();
-            if lanes::group_len::<T>(m).is_some() {
-                assert_eq!(n, 16, "a group is 16 lanes");
+            let diagonal = |k: usize| {
+                (0..m)
+                    .map(|i| T::of([a.row(i).0, a.row(i).1, a.row(i).2][k]))
+                    .collect::<Vec<T>>()
+            };
+            Tridiagonal::general(diagonal(0), diagonal(1), diagonal(2))
+        };
+        // General matrices (a factor per row) and constant ones (a prefix, then the tail);
+        // lengths shorter than a tile, between tiles and of whole tiles.
+        let matrices = [2, 5, 16, 23, 70].map(general).into_iter().chain(
+            [3, 8, 33, 100].map(|m| Tridiagonal::constant(m, T::of(-1.0), T::of(3.0), T::of(-1.0))),
+        );
+        for a in matrices {
+            let (m, t) = (a.len(), Thomas::new(&a).unwrap());
+            let kernels: Vec<_> = lanes::kernels::<T>(m).collect();
+            for &kernel in &kernels {
+                let n = kernel.lanes::<T>();
+                let (_, x) = random(m * n, 3.0, 17);
+                let x: Vec<T> = x.iter().map(|&v| T::of(v)).collect();
+                let mut together = x.clone();
+                let mut rows: Vec<&mut [T]> = together.chunks_mut(m).collect();
+                assert!(
+                    lanes::solve_with(kernel, &t, &mut rows),
+                    "{kernel:?}, m = {m}"
+                );
+                for (s, got) in together.chunks(m).enumerate() {
+                    let mut want = x[s * m..(s + 1) * m].to_vec();
+                    t.solve(&mut want);
+                    let same = want
+                        .iter()
+                        .zip(got)
+                        .all(|(w, g)| w.f64().to_bits() == g.f64().to_bits());
+                    assert!(same, "{kernel:?}: system {s} of {n}, m = {m}");
+                }
             }
-            let (_, x) = random(m * n, 3.0, 17);
-            let x: Vec<T> = x.iter().map(|&v| T::of(v)).collect();
-            let mut together = x.clone();
-            let mut rows: Vec<&mut [T]> = together.chunks_mut(m).collect();
-            t.solve_together(&mut rows);
-            for (s, got) in together.chunks(m).enumerate() {
-                let mut want = x[s * m..(s + 1) * m].to_vec();
-                t.solve(&mut want);
-                let same = want.iter().zip(got).all(|(w, g)| w.f64().to_bits() == g.f64().to_bits());
-                assert!(same, "system {s} of {n}, m = {m}");
+            if Simd::detect() != Simd::None {
+                assert!(!kernels.is_empty(), "no vector kernel for m = {m}");
             }
         }
     }

@@ -1,14 +1,16 @@
-//! Thomas on a group of systems that share their factors, one system per vector lane (AVX2):
-//! 16 systems, as two vectors of f32 or four of f64 whose dependency chains overlap.
+//! Thomas on a group of systems that share their factors, one system per vector lane: AVX2
+//! (16 systems, as two vectors of f32 or four of f64 whose dependency chains overlap) or
+//! AVX-512 (one or two vectors: 16 or 32 f32, 8 or 16 f64 systems); [`choose`] picks one.
 //!
 //! Each system is contiguous in memory, so its rows reach the lanes through register
-//! transposes of square tiles: per block of one cache line of rows, the tiles are transposed
-//! into a row-major scratch (row `i` of every system side by side), the forward sweep runs
-//! over the block there, and the block stays in the scratch until the backward sweep, which
-//! runs over it in reverse and transposes it back. The scratch (16 elements per row) stays
-//! in the L2 cache between the sweeps, so each right-hand side is read once and written once.
-//! Every lane does the operations of [`Thomas::solve`] on its system, in the same order:
-//! the same bits.
+//! transposes of square tiles. AVX2: per block of one cache line of rows, the tiles are
+//! transposed into a row-major scratch (row `i` of every system side by side), the forward
+//! sweep runs over the block there, and the block stays in the scratch until the backward
+//! sweep, which runs over it in reverse and transposes it back. AVX-512: the sweeps run on the
+//! transposed tile in registers and only the forward sweep's results go through the scratch.
+//! The scratch stays in the L2 cache between the sweeps, so each right-hand side is read once
+//! and written once. Every lane does the operations of [`Thomas::solve`] on its system, in the
+//! same order: the same bits.
 
 use std::cell::RefCell;
 
@@ -16,9 +18,9 @@ use super::Thomas;
 use crate::cpu::Simd;
 use crate::real::Real;
 
-/// Systems per group, one per lane: four vectors of f64 or two of f32 (dependency chains
-/// enough to fill the pipeline, and no more streams through memory than the prefetchers
-/// follow).
+/// Systems per group of the AVX2 kernel, one per lane: four vectors of f64 or two of f32
+/// (dependency chains enough to fill the pipeline, and no more streams through memory than
+/// the prefetchers follow).
 const LANES: usize = 16;
 
 /// The largest scratch a group may use (bytes): with the group's right-hand sides (as many
@@ -31,41 +33,123 @@ thread_local! {
     static SCRATCH: RefCell<Vec<f64>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Systems of `m` unknowns of type `T` that [`solve`] takes at once, where the CPU has AVX2
-/// and their scratch fits [`SCRATCH_BYTES`]; `None` otherwise.
-pub(super) fn group_len<T: Real>(m: usize) -> Option<usize> {
-    // (a CPU with AVX-512 has AVX2)
-    if m < 2 || m * LANES * std::mem::size_of::<T>() > SCRATCH_BYTES || Simd::detect() == Simd::None {
-        return None;
-    }
-    Some(LANES)
+/// A vector kernel of this module.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Kernel {
+    /// [`avx512`] on `vectors` vectors (16 f32 or 8 f64 systems each).
+    Avx512 { vectors: usize },
+    /// [`x86`] on [`LANES`] systems.
+    Avx2,
 }
 
-/// Solve `rows` (each a right-hand side of `t`) in place if they form a group of
-/// [`group_len`]; `false` (nothing touched) otherwise.
-pub(super) fn solve<T: Real>(t: &Thomas<T>, rows: &mut [&mut [T]]) -> bool {
+impl Kernel {
+    /// Systems of type `T` it takes at once.
+    pub(super) fn lanes<T: Real>(self) -> usize {
+        match self {
+            Kernel::Avx512 { vectors } => vectors * 64 / std::mem::size_of::<T>(),
+            Kernel::Avx2 => LANES,
+        }
+    }
+}
+
+/// Every kernel, in the order of preference of [`choose`].
+const KERNELS: [Kernel; 3] = [
+    Kernel::Avx512 { vectors: 2 },
+    Kernel::Avx2,
+    Kernel::Avx512 { vectors: 1 },
+];
+
+impl Kernel {
+    /// Whether this CPU runs it on systems of `m` unknowns of type `T` (its scratch within
+    /// [`SCRATCH_BYTES`]).
+    fn runs<T: Real>(self, m: usize) -> bool {
+        let simd = Simd::detect();
+        let cpu = match self {
+            Kernel::Avx512 { .. } => simd == Simd::Avx512,
+            Kernel::Avx2 => simd != Simd::None,
+        };
+        cpu && m >= 2 && m * self.lanes::<T>() * std::mem::size_of::<T>() <= SCRATCH_BYTES
+    }
+}
+
+/// The kernels this CPU runs on systems of `m` unknowns of type `T`.
+pub(super) fn kernels<T: Real>(m: usize) -> impl Iterator<Item = Kernel> {
+    KERNELS.into_iter().filter(move |k| k.runs::<T>(m))
+}
+
+/// The fastest kernel for systems of `m` unknowns of type `T` stored one after another.
+/// Consecutive systems of some lengths (powers of two from 512 rows) put the cache lines a
+/// group reads together in one or a few L1 sets, more lines than a set has ways: two AVX-512
+/// vectors in flight then evict each other's lines (on 2048-row systems half the speed of one
+/// vector), and so do AVX2's four f64 vectors of 16 systems; one AVX-512 vector is hardly
+/// slowed. Where the lines spread, two AVX-512 vectors are fastest, and AVX2's 16 systems are
+/// faster than one AVX-512 vector on short systems.
+pub(super) fn choose<T: Real>(m: usize) -> Option<Kernel> {
+    let stride = m * std::mem::size_of::<T>();
+    let spreads = |k: &Kernel| match k {
+        Kernel::Avx512 { vectors: 2 } => spread(stride, k.lanes::<T>(), 4),
+        Kernel::Avx2 => spread(stride, LANES, 8),
+        Kernel::Avx512 { .. } => true,
+    };
+    kernels::<T>(m)
+        .find(spreads)
+        .or_else(|| kernels::<T>(m).next())
+}
+
+/// Whether the cache lines of `lanes` systems `stride` bytes apart fall at most `most` to an
+/// L1 set (64 sets of 64-byte lines).
+fn spread(stride: usize, lanes: usize, most: u8) -> bool {
+    let mut lines = [0u8; 64];
+    for k in 0..lanes {
+        lines[(k * stride / 64) % 64] += 1;
+    }
+    lines.iter().all(|&n| n <= most)
+}
+
+/// Solve `rows` (each a right-hand side of `t`) in place with `kernel`; `false` (nothing
+/// touched) where this CPU does not run it or `rows` are not a group of it.
+pub(super) fn solve_with<T: Real>(kernel: Kernel, t: &Thomas<T>, rows: &mut [&mut [T]]) -> bool {
     let m = t.m;
-    if group_len::<T>(m) != Some(rows.len()) || rows.iter().any(|r| r.len() != m) {
+    if !kernel.runs::<T>(m)
+        || kernel.lanes::<T>() != rows.len()
+        || rows.iter().any(|r| r.len() != m)
+    {
         return false;
     }
     #[cfg(target_arch = "x86_64")]
     return SCRATCH.with_borrow_mut(|s| {
-        let words = (m * LANES * std::mem::size_of::<T>()).div_ceil(8);
+        let words = (m * rows.len() * std::mem::size_of::<T>()).div_ceil(8);
         if s.len() < words {
             s.resize(words, 0.0);
         }
         let scratch = s.as_mut_ptr();
-        let ptrs = |rows: &mut [&mut [T]]| std::array::from_fn(|k| rows[k].as_mut_ptr());
         let t = t as &dyn std::any::Any;
-        // SAFETY: AVX2 is present (group_len); `rows` holds LANES distinct right-hand sides
-        // of m elements, of the type the factors have; the scratch holds m * LANES of them.
+        let mut p = [std::ptr::null_mut::<T>(); 32];
+        for (q, r) in p.iter_mut().zip(rows.iter_mut()) {
+            *q = r.as_mut_ptr();
+        }
+        let n = rows.len();
+        let (p32, p64) = (p.map(|q| q as *mut f32), p.map(|q| q as *mut f64));
+        // SAFETY: the CPU has the kernel's instructions (it is one of `kernels`); `rows`
+        // holds distinct right-hand sides of m elements, as many as the kernel's lanes, of
+        // the type the factors have; the scratch holds m of them per lane.
         unsafe {
-            if let Some(t) = t.downcast_ref::<Thomas<f32>>() {
-                x86::solve_f32(t, &ptrs(rows).map(|p| p as *mut f32), scratch as *mut f32);
-            } else if let Some(t) = t.downcast_ref::<Thomas<f64>>() {
-                x86::solve_f64(t, &ptrs(rows).map(|p| p as *mut f64), scratch);
-            } else {
-                return false;
+            match (
+                t.downcast_ref::<Thomas<f32>>(),
+                t.downcast_ref::<Thomas<f64>>(),
+                kernel,
+            ) {
+                (Some(t), _, Kernel::Avx512 { .. }) => {
+                    avx512::solve_f32(t, &p32[..n], scratch as *mut f32)
+                }
+                (_, Some(t), Kernel::Avx512 { .. }) => avx512::solve_f64(t, &p64[..n], scratch),
+                (Some(t), _, Kernel::Avx2) => {
+                    x86::solve_f32(t, &std::array::from_fn(|k| p32[k]), scratch as *mut f32)
+                }
+                (_, Some(t), Kernel::Avx2) => {
+                    x86::solve_f64(t, &std::array::from_fn(|k| p64[k]), scratch)
+                }
+                _ => return false,
             }
         }
         true
@@ -250,6 +334,244 @@ mod x86 {
         _mm256_set1_pd,
         _mm256_sub_pd,
         _mm256_mul_pd,
+        transpose_f64
+    );
+}
+
+/// The AVX-512 kernels: a square tile (one cache line of rows of one vector's systems) is
+/// transposed in registers and swept there, so that only the forward sweep's results pass
+/// through the scratch (one store and one load per element) and no chain waits on a tile's
+/// exchange with memory.
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    use std::arch::x86_64::*;
+
+    use super::Thomas;
+
+    /// Transpose the 16 x 16 tile in `r` (row k of the result: element k of every input).
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn transpose_f32(r: &mut [__m512; 16]) {
+        let (pd, ps) = (_mm512_castps_pd, _mm512_castpd_ps);
+        // Pairs of rows, then fours: u[4g + e] holds, in 128-bit lane q, element 4q + e of
+        // rows 4g..4g + 4.
+        let t: [__m512; 16] = std::array::from_fn(|k| {
+            let (a, b) = (r[k & !1], r[k | 1]);
+            if k % 2 == 0 {
+                _mm512_unpacklo_ps(a, b)
+            } else {
+                _mm512_unpackhi_ps(a, b)
+            }
+        });
+        let mut u = [_mm512_setzero_ps(); 16];
+        for g in 0..4 {
+            let (lo01, hi01, lo23, hi23) = (
+                pd(t[4 * g]),
+                pd(t[4 * g + 1]),
+                pd(t[4 * g + 2]),
+                pd(t[4 * g + 3]),
+            );
+            u[4 * g] = ps(_mm512_unpacklo_pd(lo01, lo23));
+            u[4 * g + 1] = ps(_mm512_unpackhi_pd(lo01, lo23));
+            u[4 * g + 2] = ps(_mm512_unpacklo_pd(hi01, hi23));
+            u[4 * g + 3] = ps(_mm512_unpackhi_pd(hi01, hi23));
+        }
+        // Gather lane q of the four groups into row 4q + e.
+        for e in 0..4 {
+            let (a, b, c, d) = (u[e], u[4 + e], u[8 + e], u[12 + e]);
+            let (ab_lo, ab_hi) = (
+                _mm512_shuffle_f32x4::<0x44>(a, b),
+                _mm512_shuffle_f32x4::<0xEE>(a, b),
+            );
+            let (cd_lo, cd_hi) = (
+                _mm512_shuffle_f32x4::<0x44>(c, d),
+                _mm512_shuffle_f32x4::<0xEE>(c, d),
+            );
+            r[e] = _mm512_shuffle_f32x4::<0x88>(ab_lo, cd_lo);
+            r[4 + e] = _mm512_shuffle_f32x4::<0xDD>(ab_lo, cd_lo);
+            r[8 + e] = _mm512_shuffle_f32x4::<0x88>(ab_hi, cd_hi);
+            r[12 + e] = _mm512_shuffle_f32x4::<0xDD>(ab_hi, cd_hi);
+        }
+    }
+
+    /// Transpose the 8 x 8 tile in `r`.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn transpose_f64(r: &mut [__m512d; 8]) {
+        // u[2p + e] holds, in 128-bit lane q, element 2q + e of rows 2p, 2p + 1.
+        let u: [__m512d; 8] = std::array::from_fn(|k| {
+            let (a, b) = (r[k & !1], r[k | 1]);
+            if k % 2 == 0 {
+                _mm512_unpacklo_pd(a, b)
+            } else {
+                _mm512_unpackhi_pd(a, b)
+            }
+        });
+        for e in 0..2 {
+            let (a, b, c, d) = (u[e], u[2 + e], u[4 + e], u[6 + e]);
+            let (ab_lo, ab_hi) = (
+                _mm512_shuffle_f64x2::<0x44>(a, b),
+                _mm512_shuffle_f64x2::<0xEE>(a, b),
+            );
+            let (cd_lo, cd_hi) = (
+                _mm512_shuffle_f64x2::<0x44>(c, d),
+                _mm512_shuffle_f64x2::<0xEE>(c, d),
+            );
+            r[e] = _mm512_shuffle_f64x2::<0x88>(ab_lo, cd_lo);
+            r[2 + e] = _mm512_shuffle_f64x2::<0xDD>(ab_lo, cd_lo);
+            r[4 + e] = _mm512_shuffle_f64x2::<0x88>(ab_hi, cd_hi);
+            r[6 + e] = _mm512_shuffle_f64x2::<0xDD>(ab_hi, cd_hi);
+        }
+    }
+
+    /// Blocks ahead of the forward sweep whose cache lines are asked for (each system is a
+    /// separate stream, more than the hardware prefetchers follow).
+    const PREFETCH_BLOCKS: usize = 8;
+
+    /// One kernel per precision: `$w` lanes per vector (and rows per tile), `p.len() / $w`
+    /// vectors.
+    macro_rules! kernel {
+        ($name:ident, $t:ty, $v:ty, $w:expr, $load:ident, $store:ident, $set1:ident, $sub:ident,
+         $mul:ident, $transpose:ident) => {
+            /// # Safety
+            /// The CPU has AVX-512F; `p` holds one or two vectors' worth of distinct
+            /// right-hand sides of `t.m` elements; `s` holds `t.m * p.len()` elements.
+            #[target_feature(enable = "avx512f")]
+            pub(super) unsafe fn $name(t: &Thomas<$t>, p: &[*mut $t], s: *mut $t) {
+                const W: usize = $w;
+                let (m, lanes) = (t.m, p.len());
+                // Rows i0..i0 + n of the systems g * W.. into the tile (rows of each system),
+                // zero-padded past n.
+                let load_tile = |g: usize, i0: usize, n: usize| -> [$v; W] {
+                    // SAFETY (both closures): rows i0..i0 + n exist in every system (the
+                    // caller's promise); partial tiles go through a local buffer.
+                    unsafe {
+                        if n == W {
+                            std::array::from_fn(|k| $load(p[g * W + k].add(i0)))
+                        } else {
+                            let mut b = [[0.0 as $t; W]; W];
+                            for (k, row) in b.iter_mut().enumerate() {
+                                std::ptr::copy_nonoverlapping(
+                                    p[g * W + k].add(i0),
+                                    row.as_mut_ptr(),
+                                    n,
+                                );
+                            }
+                            std::array::from_fn(|k| $load(b[k].as_ptr()))
+                        }
+                    }
+                };
+                let store_tile = |g: usize, i0: usize, n: usize, r: &[$v; W]| unsafe {
+                    if n == W {
+                        for (k, v) in r.iter().enumerate() {
+                            $store(p[g * W + k].add(i0), *v);
+                        }
+                    } else {
+                        let mut b = [[0.0 as $t; W]; W];
+                        for (k, v) in r.iter().enumerate() {
+                            $store(b[k].as_mut_ptr(), *v);
+                            std::ptr::copy_nonoverlapping(b[k].as_ptr(), p[g * W + k].add(i0), n);
+                        }
+                    }
+                };
+                // Rows from `stationary` on share the tail factors: their tiles run without a
+                // look-up or a condition per row.
+                let stationary = t.lower.len();
+                let (lt, it, ut) = ($set1(t.tail.0), $set1(t.tail.1), $set1(t.tail.2));
+                // SAFETY (whole body): every row index below is under m, so every access
+                // lies in a right-hand side or in the scratch (the caller's promise).
+                unsafe {
+                    let at = |i: usize, g: usize| s.add((g * m + i) * W);
+                    // Forward: y_0 = d_0 inv_0, y_i = (d_i - l_i y_{i-1}) inv_i, into the scratch.
+                    let mut y = [$set1(0.0); 2];
+                    for i0 in (0..m).step_by(W) {
+                        let n = W.min(m - i0);
+                        if i0 + PREFETCH_BLOCKS * W < m {
+                            for q in p {
+                                _mm_prefetch::<_MM_HINT_T1>(
+                                    q.add(i0 + PREFETCH_BLOCKS * W) as *const i8
+                                );
+                            }
+                        }
+                        for g in 0..lanes / W {
+                            let mut r = load_tile(g, i0, n);
+                            $transpose(&mut r);
+                            let mut yg = y[g];
+                            if n == W && i0 >= stationary {
+                                for k in 0..W {
+                                    yg = $mul($sub(r[k], $mul(lt, yg)), it);
+                                    $store(at(i0 + k, g), yg);
+                                }
+                            } else {
+                                for k in 0..n {
+                                    let i = i0 + k;
+                                    let (l, inv, _) = t.at(i);
+                                    yg = if i == 0 {
+                                        $mul(r[k], $set1(inv))
+                                    } else {
+                                        $mul($sub(r[k], $mul($set1(l), yg)), $set1(inv))
+                                    };
+                                    $store(at(i, g), yg);
+                                }
+                            }
+                            y[g] = yg;
+                        }
+                    }
+                    // Backward: x_{m-1} = y_{m-1}, x_i = y_i - u_i x_{i+1}; blocks in reverse,
+                    // each tile transposed back into its systems.
+                    let mut x = y;
+                    for i0 in (0..m).step_by(W).rev() {
+                        let n = W.min(m - i0);
+                        for g in 0..lanes / W {
+                            let mut r = [$set1(0.0); W];
+                            let mut xg = x[g];
+                            if n == W && i0 >= stationary && i0 + W < m {
+                                for k in (0..W).rev() {
+                                    xg = $sub($load(at(i0 + k, g)), $mul(ut, xg));
+                                    r[k] = xg;
+                                }
+                            } else {
+                                for k in (0..n).rev() {
+                                    let i = i0 + k;
+                                    if i + 1 < m {
+                                        let (_, _, u) = t.at(i);
+                                        xg = $sub($load(at(i, g)), $mul($set1(u), xg));
+                                    }
+                                    r[k] = xg;
+                                }
+                            }
+                            x[g] = xg;
+                            $transpose(&mut r);
+                            store_tile(g, i0, n, &r);
+                        }
+                    }
+                }
+            }
+        };
+    }
+
+    kernel!(
+        solve_f32,
+        f32,
+        __m512,
+        16,
+        _mm512_loadu_ps,
+        _mm512_storeu_ps,
+        _mm512_set1_ps,
+        _mm512_sub_ps,
+        _mm512_mul_ps,
+        transpose_f32
+    );
+    kernel!(
+        solve_f64,
+        f64,
+        __m512d,
+        8,
+        _mm512_loadu_pd,
+        _mm512_storeu_pd,
+        _mm512_set1_pd,
+        _mm512_sub_pd,
+        _mm512_mul_pd,
         transpose_f64
     );
 }

@@ -192,6 +192,13 @@ pub fn l2_bytes() -> usize {
     cache_bytes(2).unwrap_or(1 << 20)
 }
 
+/// Size of the last-level (L3) cache (Linux sysfs, read once), or 32 MiB where the system
+/// does not say.
+pub fn l3_bytes() -> usize {
+    static L3: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *L3.get_or_init(|| cache_bytes(3).unwrap_or(32 << 20))
+}
+
 /// Size of the data or unified cache of `level` of CPU 0, from sysfs.
 fn cache_bytes(level: u32) -> Option<usize> {
     let dir = std::path::Path::new("/sys/devices/system/cpu/cpu0/cache");

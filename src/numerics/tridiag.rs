@@ -181,21 +181,104 @@ impl<T: Real> Thomas<T> {
 
     /// Solve `width` systems stored interleaved, in place: unknown `i` of system `s` at
     /// `d[i * width + s]`, the layout of the columns of a row-major grid. The sweeps run
-    /// along the rows, vectorised across systems, in column blocks that stay in cache
-    /// between the forward and the backward sweep, in parallel over blocks.
+    /// along the rows, vectorised across systems, in column blocks, in parallel over blocks;
+    /// systems larger than the L3 cache by way of a scratch ([`Thomas::columns_streamed`])
+    /// where the CPU and the layout allow.
     pub fn solve_interleaved(&self, d: &mut [T], width: usize) {
+        let streamed = streamable(d, width) && std::mem::size_of_val(d) > crate::cpu::l3_bytes();
+        self.interleaved(d, width, streamed);
+    }
+
+    /// [`Thomas::solve_interleaved`], streamed or not (`streamed` only where [`streamable`]).
+    fn interleaved(&self, d: &mut [T], width: usize, streamed: bool) {
         let m = self.m;
         assert_eq!(d.len(), m * width, "interleaved right-hand sides of the wrong length");
         // Columns per block: 256 bytes of each row, four cache lines (the fastest of 64 B to
         // 8 KiB on a 4096 x 4096 batch: narrower blocks starve the prefetchers, wider ones
-        // fall out of the caches before the backward sweep).
-        let cols = (256 / std::mem::size_of::<T>()).min(width);
+        // fall out of the caches before the backward sweep); streamed, STREAM_BYTES.
+        let size = std::mem::size_of::<T>();
+        let cols = ((if streamed { STREAM_BYTES } else { 256 }) / size).min(width);
+        // Blocks start at column 0, or where streamed at the first column on a 64-byte line
+        // (the columns before it a block of their own).
+        let first = if streamed { (64 - d.as_ptr() as usize % 64) % 64 / size } else { 0 };
+        let blocks: Vec<(usize, usize)> =
+            (first > 0).then_some((0, first)).into_iter().chain((first..width).step_by(cols).map(|c0| (c0, (c0 + cols).min(width)))).collect();
         let base = SendPtr(d.as_mut_ptr());
-        (0..width.div_ceil(cols)).into_par_iter().for_each(|block| {
-            let (c0, c1) = (block * cols, ((block + 1) * cols).min(width));
+        blocks.into_par_iter().for_each(|(c0, c1)| {
+            #[cfg(target_arch = "x86_64")]
+            if streamed && (c1 - c0) * size == STREAM_BYTES {
+                // SAFETY: the CPU has AVX-512F and the rows are whole 64-byte lines
+                // (streamable); the block starts on a line; blocks are disjoint and lie in `d`.
+                return unsafe { self.columns_streamed(base, width, c0) };
+            }
             // SAFETY: each task touches only columns c0..c1 of each row; the ranges of
             // different tasks are disjoint and all lie inside `d` (m * width elements).
             unsafe { self.columns(base, width, c0, c1) }
+        });
+    }
+
+    /// Columns `c0..c0 + STREAM_BYTES` of the interleaved systems at `base` by way of a
+    /// contiguous scratch: the forward sweep reads the rows and writes its results to the
+    /// scratch, the backward sweep reads them back from there (a sequential stream, which the
+    /// prefetchers follow in reverse too) and writes the solution to the rows with
+    /// non-temporal stores. Each row is then read and written once, and nothing waits on
+    /// rows coming back in reverse from the L3 cache (rows a power-of-two distance apart
+    /// share a few L2 sets, so a block does not stay in the L2 cache between the sweeps).
+    /// The same operations as [`Thomas::columns`].
+    ///
+    /// # Safety
+    /// The CPU has AVX-512F; `base` holds `m * width` elements, rows a multiple of 64 bytes
+    /// long; column `c0` of row 0 starts a 64-byte line (and so of every row), columns
+    /// `c0..c0 + STREAM_BYTES` lie in the rows, and no other thread touches them.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn columns_streamed(&self, base: SendPtr<T>, width: usize, c0: usize) {
+        use std::arch::x86_64::{__m512i, _mm_sfence, _mm512_loadu_si512, _mm512_stream_si512};
+        const BYTES: usize = STREAM_BYTES;
+        let (m, cols) = (self.m, BYTES / std::mem::size_of::<T>());
+        STREAM_SCRATCH.with_borrow_mut(|s| {
+            let words = (m * BYTES).div_ceil(8);
+            if s.len() < words {
+                s.resize(words, 0.0);
+            }
+            let scratch = s.as_mut_ptr() as *mut T;
+            // SAFETY (whole body): rows i < m of the block lie in `d` (the caller's promise),
+            // and rows i < m of the scratch in `s`.
+            unsafe {
+                let row = |i: usize| std::slice::from_raw_parts(base.get().add(i * width + c0), cols);
+                let tmp = |i: usize| std::slice::from_raw_parts_mut(scratch.add(i * cols), cols);
+                let inv0 = self.inv[0];
+                for (y, d) in tmp(0).iter_mut().zip(row(0)) {
+                    *y = *d * inv0;
+                }
+                for i in 1..m {
+                    if i + PREFETCH_ROWS < m {
+                        prefetch(base.get().add((i + PREFETCH_ROWS) * width + c0), cols);
+                    }
+                    let (l, inv, _) = self.at(i);
+                    let (prev, cur) = (tmp(i - 1), tmp(i));
+                    for ((y, d), p) in cur.iter_mut().zip(row(i)).zip(prev.iter()) {
+                        *y = (*d - l * *p) * inv;
+                    }
+                }
+                let put = |i: usize| {
+                    let (from, to) = (scratch.add(i * cols) as *const __m512i, base.get().add(i * width + c0) as *mut __m512i);
+                    for k in 0..BYTES / 64 {
+                        _mm512_stream_si512(to.add(k), _mm512_loadu_si512(from.add(k)));
+                    }
+                };
+                put(m - 1);
+                for i in (0..m - 1).rev() {
+                    let (_, _, u) = self.at(i);
+                    let (cur, next) = (tmp(i), tmp(i + 1));
+                    for (x, n) in cur.iter_mut().zip(next.iter()) {
+                        *x = *x - u * *n;
+                    }
+                    put(i);
+                }
+                // Non-temporal stores are weakly ordered: complete them before the task ends.
+                _mm_sfence();
+            }
         });
     }
 
@@ -355,6 +438,24 @@ impl<T: Real> Thomas<T> {
             }
         }
     }
+}
+
+/// Bytes of each row in a block of [`Thomas::columns_streamed`].
+const STREAM_BYTES: usize = 512;
+
+thread_local! {
+    /// Each thread's scratch of [`Thomas::columns_streamed`], kept between solves.
+    static STREAM_SCRATCH: std::cell::RefCell<Vec<f64>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Whether [`Thomas::columns_streamed`] can solve `d` (rows `width` long): the CPU has
+/// AVX-512 (non-temporal stores of whole lines) and the rows are a whole number of 64-byte
+/// lines long. [`Thomas::solve_interleaved`] takes it for systems larger than the L3 cache,
+/// whose solution would leave the caches anyway: non-temporal stores then save reading each
+/// line before it is written.
+fn streamable<T>(d: &[T], width: usize) -> bool {
+    let size = std::mem::size_of::<T>();
+    crate::cpu::Simd::detect() == crate::cpu::Simd::Avx512 && (d.as_ptr() as usize).is_multiple_of(size) && (width * size).is_multiple_of(64)
 }
 
 /// How far ahead of the forward sweep of [`Thomas::solve_interleaved`] rows are prefetched
@@ -965,6 +1066,37 @@ mod tests {
                     t.solve(&mut row);
                     assert!(row == batch[s * m..(s + 1) * m], "batched system {s}, m = {m}");
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn streamed_interleaved_blocks_match_single_solves() {
+        streamed_interleaved_match::<f32>();
+        streamed_interleaved_match::<f64>();
+    }
+
+    fn streamed_interleaved_match<T: Real>() {
+        // Rows of 320 values: a whole number of lines, several streamed blocks and the
+        // columns before the first line and after the last whole block solved plainly.
+        let (m, width) = (300, 320);
+        let (_, x) = random(m * width, 3.0, 23);
+        let x: Vec<T> = x.iter().map(|&v| T::of(v)).collect();
+        // Offsets of one and two elements from the vector's start: other first lines.
+        for skip in [0, 1, 2] {
+            let t = Thomas::new(&Tridiagonal::constant(m, T::of(-1.2), T::of(3.3), T::of(-0.9))).unwrap();
+            let mut buf = vec![T::zero(); skip];
+            buf.extend_from_slice(&x);
+            let d = &mut buf[skip..];
+            if !streamable(d, width) {
+                eprintln!("streamed_interleaved_blocks_match_single_solves: no AVX-512 on this CPU; not run");
+                return;
+            }
+            t.interleaved(d, width, true);
+            for s in 0..width {
+                let mut col: Vec<T> = (0..m).map(|i| x[i * width + s]).collect();
+                t.solve(&mut col);
+                assert!((0..m).all(|i| col[i].f64().to_bits() == d[i * width + s].f64().to_bits()), "system {s}, offset {skip}");
             }
         }
     }

@@ -376,22 +376,27 @@ mod avx512 {
             u[4 * g + 2] = ps(_mm512_unpacklo_pd(hi01, hi23));
             u[4 * g + 3] = ps(_mm512_unpackhi_pd(hi01, hi23));
         }
-        // Gather lane q of the four groups into row 4q + e.
+        // Lane q of the four groups into row 4q + e.
         for e in 0..4 {
-            let (a, b, c, d) = (u[e], u[4 + e], u[8 + e], u[12 + e]);
-            let (ab_lo, ab_hi) = (
-                _mm512_shuffle_f32x4::<0x44>(a, b),
-                _mm512_shuffle_f32x4::<0xEE>(a, b),
-            );
-            let (cd_lo, cd_hi) = (
-                _mm512_shuffle_f32x4::<0x44>(c, d),
-                _mm512_shuffle_f32x4::<0xEE>(c, d),
-            );
-            r[e] = _mm512_shuffle_f32x4::<0x88>(ab_lo, cd_lo);
-            r[4 + e] = _mm512_shuffle_f32x4::<0xDD>(ab_lo, cd_lo);
-            r[8 + e] = _mm512_shuffle_f32x4::<0x88>(ab_hi, cd_hi);
-            r[12 + e] = _mm512_shuffle_f32x4::<0xDD>(ab_hi, cd_hi);
+            let rows = lanes_across([pd(u[e]), pd(u[4 + e]), pd(u[8 + e]), pd(u[12 + e])]);
+            for (q, v) in rows.into_iter().enumerate() {
+                r[4 * q + e] = ps(v);
+            }
         }
+    }
+
+    /// `[a, b, c, d]` regrouped by 128-bit lane: row q holds lane q of a, b, c and d.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn lanes_across([a, b, c, d]: [__m512d; 4]) -> [__m512d; 4] {
+        let (ab_lo, ab_hi) = (_mm512_shuffle_f64x2::<0x44>(a, b), _mm512_shuffle_f64x2::<0xEE>(a, b));
+        let (cd_lo, cd_hi) = (_mm512_shuffle_f64x2::<0x44>(c, d), _mm512_shuffle_f64x2::<0xEE>(c, d));
+        [
+            _mm512_shuffle_f64x2::<0x88>(ab_lo, cd_lo),
+            _mm512_shuffle_f64x2::<0xDD>(ab_lo, cd_lo),
+            _mm512_shuffle_f64x2::<0x88>(ab_hi, cd_hi),
+            _mm512_shuffle_f64x2::<0xDD>(ab_hi, cd_hi),
+        ]
     }
 
     /// Transpose the 8 x 8 tile in `r`.
@@ -408,19 +413,10 @@ mod avx512 {
             }
         });
         for e in 0..2 {
-            let (a, b, c, d) = (u[e], u[2 + e], u[4 + e], u[6 + e]);
-            let (ab_lo, ab_hi) = (
-                _mm512_shuffle_f64x2::<0x44>(a, b),
-                _mm512_shuffle_f64x2::<0xEE>(a, b),
-            );
-            let (cd_lo, cd_hi) = (
-                _mm512_shuffle_f64x2::<0x44>(c, d),
-                _mm512_shuffle_f64x2::<0xEE>(c, d),
-            );
-            r[e] = _mm512_shuffle_f64x2::<0x88>(ab_lo, cd_lo);
-            r[2 + e] = _mm512_shuffle_f64x2::<0xDD>(ab_lo, cd_lo);
-            r[4 + e] = _mm512_shuffle_f64x2::<0x88>(ab_hi, cd_hi);
-            r[6 + e] = _mm512_shuffle_f64x2::<0xDD>(ab_hi, cd_hi);
+            let rows = lanes_across([u[e], u[2 + e], u[4 + e], u[6 + e]]);
+            for (q, v) in rows.into_iter().enumerate() {
+                r[2 * q + e] = v;
+            }
         }
     }
 

@@ -201,8 +201,11 @@ impl<T: Real> Thomas<T> {
         // Blocks start at column 0, or where streamed at the first column on a 64-byte line
         // (the columns before it a block of their own).
         let first = if streamed { (64 - d.as_ptr() as usize % 64) % 64 / size } else { 0 };
-        let blocks: Vec<(usize, usize)> =
-            (first > 0).then_some((0, first)).into_iter().chain((first..width).step_by(cols).map(|c0| (c0, (c0 + cols).min(width)))).collect();
+        let blocks: Vec<(usize, usize)> = (first > 0)
+            .then_some((0, first))
+            .into_iter()
+            .chain((first..width).step_by(cols).map(|c0| (c0, (c0 + cols).min(width))))
+            .collect();
         let base = SendPtr(d.as_mut_ptr());
         blocks.into_par_iter().for_each(|(c0, c1)| {
             #[cfg(target_arch = "x86_64")]
@@ -236,12 +239,7 @@ impl<T: Real> Thomas<T> {
         use std::arch::x86_64::{__m512i, _mm_sfence, _mm512_loadu_si512, _mm512_stream_si512};
         const BYTES: usize = STREAM_BYTES;
         let (m, cols) = (self.m, BYTES / std::mem::size_of::<T>());
-        STREAM_SCRATCH.with_borrow_mut(|s| {
-            let words = (m * BYTES).div_ceil(8);
-            if s.len() < words {
-                s.resize(words, 0.0);
-            }
-            let scratch = s.as_mut_ptr() as *mut T;
+        with_scratch::<T, _>(m * cols, |scratch| {
             // SAFETY (whole body): rows i < m of the block lie in `d` (the caller's promise),
             // and rows i < m of the scratch in `s`.
             unsafe {
@@ -444,8 +442,20 @@ impl<T: Real> Thomas<T> {
 const STREAM_BYTES: usize = 512;
 
 thread_local! {
-    /// Each thread's scratch of [`Thomas::columns_streamed`], kept between solves.
-    static STREAM_SCRATCH: std::cell::RefCell<Vec<f64>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// Each thread's scratch of the sweeps that stage rows outside the systems
+    /// ([`Thomas::columns_streamed`], [`lanes`]), kept between solves.
+    static SCRATCH: std::cell::RefCell<Vec<f64>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// `f` on this thread's scratch of at least `len` elements of `T` (8-byte aligned).
+fn with_scratch<T, R>(len: usize, f: impl FnOnce(*mut T) -> R) -> R {
+    SCRATCH.with_borrow_mut(|s| {
+        let words = (len * std::mem::size_of::<T>()).div_ceil(8);
+        if s.len() < words {
+            s.resize(words, 0.0);
+        }
+        f(s.as_mut_ptr() as *mut T)
+    })
 }
 
 /// Whether [`Thomas::columns_streamed`] can solve `d` (rows `width` long): the CPU has
@@ -455,7 +465,9 @@ thread_local! {
 /// line before it is written.
 fn streamable<T>(d: &[T], width: usize) -> bool {
     let size = std::mem::size_of::<T>();
-    crate::cpu::Simd::detect() == crate::cpu::Simd::Avx512 && (d.as_ptr() as usize).is_multiple_of(size) && (width * size).is_multiple_of(64)
+    crate::cpu::Simd::detect() == crate::cpu::Simd::Avx512
+        && (d.as_ptr() as usize).is_multiple_of(size)
+        && (width * size).is_multiple_of(64)
 }
 
 /// How far ahead of the forward sweep of [`Thomas::solve_interleaved`] rows are prefetched
@@ -605,11 +617,7 @@ impl<T: Real> SpikePlan<T> {
             SpikeMethod::Thomas(t) => return t.solve(d),
             SpikeMethod::Truncated(parts) => parts,
         };
-        assert_eq!(
-            d.len(),
-            parts.last().map_or(0, |q| q.end),
-            "right-hand side of the wrong length"
-        );
+        assert_eq!(d.len(), parts.last().map_or(0, |q| q.end), "right-hand side of the wrong length");
         let p = parts.len();
         let mut blocks = split(d, parts);
         // (1) local solves, in tasks of consecutive partitions: partitions that share their
@@ -631,17 +639,10 @@ impl<T: Real> SpikePlan<T> {
                 if self.shared_factors {
                     parts[r.start].factors.solve_together(b);
                 } else {
-                    b.iter_mut()
-                        .zip(&parts[r.clone()])
-                        .for_each(|(b, q)| q.factors.solve(b));
+                    b.iter_mut().zip(&parts[r.clone()]).for_each(|(b, q)| q.factors.solve(b));
                 }
-                let ends: Vec<(T, T)> = (r.start..r.end - 1)
-                    .map(|k| interface(&b[k - r.start..], &parts[k..]))
-                    .collect();
-                for k in r
-                    .clone()
-                    .filter(|&k| (k == 0 || k > r.start) && (k + 1 == p || k + 1 < r.end))
-                {
+                let ends: Vec<(T, T)> = (r.start..r.end - 1).map(|k| interface(&b[k - r.start..], &parts[k..])).collect();
+                for k in r.clone().filter(|&k| (k == 0 || k > r.start) && (k + 1 == p || k + 1 < r.end)) {
                     let next = (k + 1 < p).then(|| ends[k - r.start].1);
                     let prev = (k > 0).then(|| ends[k - 1 - r.start].0);
                     correct(b[k - r.start], &parts[k], next, prev);
@@ -657,8 +658,7 @@ impl<T: Real> SpikePlan<T> {
                 (bottom[k], top[k + 1]) = (b, t);
             }
             if r.end < p {
-                (bottom[r.end - 1], top[r.end]) =
-                    interface(&blocks[r.end - 1..], &parts[r.end - 1..]);
+                (bottom[r.end - 1], top[r.end]) = interface(&blocks[r.end - 1..], &parts[r.end - 1..]);
             }
         }
         // (3) corrections of the partitions at the tasks' ends.
@@ -667,19 +667,9 @@ impl<T: Real> SpikePlan<T> {
             at_end[r.start] |= r.start > 0;
             at_end[r.end - 1] |= r.end < p;
         }
-        blocks
-            .par_iter_mut()
-            .zip(parts.par_iter())
-            .enumerate()
-            .filter(|(k, _)| at_end[*k])
-            .for_each(|(k, (b, q))| {
-                correct(
-                    b,
-                    q,
-                    (k + 1 < p).then(|| top[k + 1]),
-                    (k > 0).then(|| bottom[k - 1]),
-                );
-            });
+        blocks.par_iter_mut().zip(parts.par_iter()).enumerate().filter(|(k, _)| at_end[*k]).for_each(|(k, (b, q))| {
+            correct(b, q, (k + 1 < p).then(|| top[k + 1]), (k > 0).then(|| bottom[k - 1]));
+        });
     }
 
     /// The tasks of [`SpikePlan::solve`]: runs of consecutive partitions, as many as a
@@ -689,13 +679,7 @@ impl<T: Real> SpikePlan<T> {
         let len = |k: usize| parts[k].end - parts[k].start;
         for (k, q) in parts.iter().enumerate() {
             match tasks.last_mut() {
-                Some(r)
-                    if self.shared_factors
-                        && len(r.start) == len(k)
-                        && r.len() < q.factors.group_len() =>
-                {
-                    r.end += 1
-                }
+                Some(r) if self.shared_factors && len(r.start) == len(k) && r.len() < q.factors.group_len() => r.end += 1,
                 _ => tasks.push(k..k + 1),
             }
         }
@@ -707,10 +691,7 @@ impl<T: Real> SpikePlan<T> {
 /// `b` (solved locally): `(x_k^b, x_{k+1}^t)` from the 2 x 2 system.
 fn interface<T: Real>(b: &[&mut [T]], parts: &[Partition<T>]) -> (T, T) {
     let (fb, ft) = (*b[0].last().unwrap(), b[1][0]);
-    let (vb, wt) = (
-        *parts[0].v.last().unwrap_or(&T::zero()),
-        *parts[1].w.first().unwrap_or(&T::zero()),
-    );
+    let (vb, wt) = (*parts[0].v.last().unwrap_or(&T::zero()), *parts[1].w.first().unwrap_or(&T::zero()));
     let det = T::one() - vb * wt;
     ((fb - vb * ft) / det, (ft - wt * fb) / det)
 }
@@ -742,11 +723,7 @@ fn bounds(n: usize, p: usize) -> Vec<(usize, usize)> {
     let mut start = 0;
     (0..p)
         .map(|k| {
-            let len = if k + 1 == p {
-                n - start
-            } else {
-                short + if k < long { unit } else { 0 }
-            };
+            let len = if k + 1 == p { n - start } else { short + if k < long { unit } else { 0 } };
             start += len;
             (start - len, start)
         })
@@ -998,18 +975,15 @@ mod tests {
     fn vector_groups_equal_single_solves_in<T: Real>() {
         let general = |m: usize| {
             let (a, _) = random(m, 2.5, 5 + m as u64);
-            let diagonal = |k: usize| {
-                (0..m)
-                    .map(|i| T::of([a.row(i).0, a.row(i).1, a.row(i).2][k]))
-                    .collect::<Vec<T>>()
-            };
+            let diagonal = |k: usize| (0..m).map(|i| T::of([a.row(i).0, a.row(i).1, a.row(i).2][k])).collect::<Vec<T>>();
             Tridiagonal::general(diagonal(0), diagonal(1), diagonal(2))
         };
         // General matrices (a factor per row) and constant ones (a prefix, then the tail);
         // lengths shorter than a tile, between tiles and of whole tiles.
-        let matrices = [2, 5, 16, 23, 70].map(general).into_iter().chain(
-            [3, 8, 33, 100].map(|m| Tridiagonal::constant(m, T::of(-1.0), T::of(3.0), T::of(-1.0))),
-        );
+        let matrices = [2, 5, 16, 23, 70]
+            .map(general)
+            .into_iter()
+            .chain([3, 8, 33, 100].map(|m| Tridiagonal::constant(m, T::of(-1.0), T::of(3.0), T::of(-1.0))));
         for a in matrices {
             let (m, t) = (a.len(), Thomas::new(&a).unwrap());
             let kernels: Vec<_> = lanes::kernels::<T>(m).collect();
@@ -1019,17 +993,11 @@ mod tests {
                 let x: Vec<T> = x.iter().map(|&v| T::of(v)).collect();
                 let mut together = x.clone();
                 let mut rows: Vec<&mut [T]> = together.chunks_mut(m).collect();
-                assert!(
-                    lanes::solve_with(kernel, &t, &mut rows),
-                    "{kernel:?}, m = {m}"
-                );
+                assert!(lanes::solve_with(kernel, &t, &mut rows), "{kernel:?}, m = {m}");
                 for (s, got) in together.chunks(m).enumerate() {
                     let mut want = x[s * m..(s + 1) * m].to_vec();
                     t.solve(&mut want);
-                    let same = want
-                        .iter()
-                        .zip(got)
-                        .all(|(w, g)| w.f64().to_bits() == g.f64().to_bits());
+                    let same = want.iter().zip(got).all(|(w, g)| w.f64().to_bits() == g.f64().to_bits());
                     assert!(same, "{kernel:?}: system {s} of {n}, m = {m}");
                 }
             }

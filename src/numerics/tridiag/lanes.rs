@@ -12,9 +12,7 @@
 //! and written once. Every lane does the operations of [`Thomas::solve`] on its system, in the
 //! same order: the same bits.
 
-use std::cell::RefCell;
-
-use super::Thomas;
+use super::{Thomas, with_scratch};
 use crate::cpu::Simd;
 use crate::real::Real;
 
@@ -27,11 +25,6 @@ const LANES: usize = 16;
 /// bytes again) half the 1 MiB L2 cache of the CPUs this targets, so that both are still
 /// there for the backward sweep.
 const SCRATCH_BYTES: usize = 256 << 10;
-
-thread_local! {
-    /// Each thread's scratch, kept between solves (no allocation per group).
-    static SCRATCH: RefCell<Vec<f64>> = const { RefCell::new(Vec::new()) };
-}
 
 /// A vector kernel of this module.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,16 +43,7 @@ impl Kernel {
             Kernel::Avx2 => LANES,
         }
     }
-}
 
-/// Every kernel, in the order of preference of [`choose`].
-const KERNELS: [Kernel; 3] = [
-    Kernel::Avx512 { vectors: 2 },
-    Kernel::Avx2,
-    Kernel::Avx512 { vectors: 1 },
-];
-
-impl Kernel {
     /// Whether this CPU runs it on systems of `m` unknowns of type `T` (its scratch within
     /// [`SCRATCH_BYTES`]).
     fn runs<T: Real>(self, m: usize) -> bool {
@@ -71,6 +55,9 @@ impl Kernel {
         cpu && m >= 2 && m * self.lanes::<T>() * std::mem::size_of::<T>() <= SCRATCH_BYTES
     }
 }
+
+/// Every kernel, in the order of preference of [`choose`].
+const KERNELS: [Kernel; 3] = [Kernel::Avx512 { vectors: 2 }, Kernel::Avx2, Kernel::Avx512 { vectors: 1 }];
 
 /// The kernels this CPU runs on systems of `m` unknowns of type `T`.
 pub(super) fn kernels<T: Real>(m: usize) -> impl Iterator<Item = Kernel> {
@@ -91,9 +78,7 @@ pub(super) fn choose<T: Real>(m: usize) -> Option<Kernel> {
         Kernel::Avx2 => spread(stride, LANES, 8),
         Kernel::Avx512 { .. } => true,
     };
-    kernels::<T>(m)
-        .find(spreads)
-        .or_else(|| kernels::<T>(m).next())
+    kernels::<T>(m).find(spreads).or_else(|| kernels::<T>(m).next())
 }
 
 /// Whether the cache lines of `lanes` systems `stride` bytes apart fall at most `most` to an
@@ -110,19 +95,11 @@ fn spread(stride: usize, lanes: usize, most: u8) -> bool {
 /// touched) where this CPU does not run it or `rows` are not a group of it.
 pub(super) fn solve_with<T: Real>(kernel: Kernel, t: &Thomas<T>, rows: &mut [&mut [T]]) -> bool {
     let m = t.m;
-    if !kernel.runs::<T>(m)
-        || kernel.lanes::<T>() != rows.len()
-        || rows.iter().any(|r| r.len() != m)
-    {
+    if !kernel.runs::<T>(m) || kernel.lanes::<T>() != rows.len() || rows.iter().any(|r| r.len() != m) {
         return false;
     }
     #[cfg(target_arch = "x86_64")]
-    return SCRATCH.with_borrow_mut(|s| {
-        let words = (m * rows.len() * std::mem::size_of::<T>()).div_ceil(8);
-        if s.len() < words {
-            s.resize(words, 0.0);
-        }
-        let scratch = s.as_mut_ptr();
+    return with_scratch::<T, _>(m * rows.len(), |scratch| {
         let t = t as &dyn std::any::Any;
         let mut p = [std::ptr::null_mut::<T>(); 32];
         for (q, r) in p.iter_mut().zip(rows.iter_mut()) {
@@ -130,25 +107,15 @@ pub(super) fn solve_with<T: Real>(kernel: Kernel, t: &Thomas<T>, rows: &mut [&mu
         }
         let n = rows.len();
         let (p32, p64) = (p.map(|q| q as *mut f32), p.map(|q| q as *mut f64));
-        // SAFETY: the CPU has the kernel's instructions (it is one of `kernels`); `rows`
+        // SAFETY: the CPU has the kernel's instructions (`runs`); `rows`
         // holds distinct right-hand sides of m elements, as many as the kernel's lanes, of
         // the type the factors have; the scratch holds m of them per lane.
         unsafe {
-            match (
-                t.downcast_ref::<Thomas<f32>>(),
-                t.downcast_ref::<Thomas<f64>>(),
-                kernel,
-            ) {
-                (Some(t), _, Kernel::Avx512 { .. }) => {
-                    avx512::solve_f32(t, &p32[..n], scratch as *mut f32)
-                }
-                (_, Some(t), Kernel::Avx512 { .. }) => avx512::solve_f64(t, &p64[..n], scratch),
-                (Some(t), _, Kernel::Avx2) => {
-                    x86::solve_f32(t, &std::array::from_fn(|k| p32[k]), scratch as *mut f32)
-                }
-                (_, Some(t), Kernel::Avx2) => {
-                    x86::solve_f64(t, &std::array::from_fn(|k| p64[k]), scratch)
-                }
+            match (t.downcast_ref::<Thomas<f32>>(), t.downcast_ref::<Thomas<f64>>(), kernel) {
+                (Some(t), _, Kernel::Avx512 { .. }) => avx512::solve_f32(t, &p32[..n], scratch as *mut f32),
+                (_, Some(t), Kernel::Avx512 { .. }) => avx512::solve_f64(t, &p64[..n], scratch as *mut f64),
+                (Some(t), _, Kernel::Avx2) => x86::solve_f32(t, &std::array::from_fn(|k| p32[k]), scratch as *mut f32),
+                (_, Some(t), Kernel::Avx2) => x86::solve_f64(t, &std::array::from_fn(|k| p64[k]), scratch as *mut f64),
                 _ => return false,
             }
         }
@@ -170,11 +137,7 @@ mod x86 {
     fn transpose_f32(r: &mut [__m256; 8]) {
         let t: [__m256; 8] = std::array::from_fn(|k| {
             let (a, b) = (r[k & 6], r[(k & 6) + 1]);
-            if k % 2 == 0 {
-                _mm256_unpacklo_ps(a, b)
-            } else {
-                _mm256_unpackhi_ps(a, b)
-            }
+            if k % 2 == 0 { _mm256_unpacklo_ps(a, b) } else { _mm256_unpackhi_ps(a, b) }
         });
         // t[0..4]: rows 0-3 interleaved in pairs; t[4..8]: rows 4-7.
         let s = [
@@ -238,10 +201,8 @@ mod x86 {
                         if n == B {
                             for g in 0..VECTORS {
                                 for h in (0..B).step_by(W) {
-                                    let system: [*mut $t; W] =
-                                        std::array::from_fn(|k| p[g * W + k].add(i0 + h));
-                                    let scratch: [*mut $t; W] =
-                                        std::array::from_fn(|k| s.add((i0 + h + k) * L + g * W));
+                                    let system: [*mut $t; W] = std::array::from_fn(|k| p[g * W + k].add(i0 + h));
+                                    let scratch: [*mut $t; W] = std::array::from_fn(|k| s.add((i0 + h + k) * L + g * W));
                                     let (from, to) = if INTO { (system, scratch) } else { (scratch, system) };
                                     let mut r: [$v; W] = std::array::from_fn(|k| $load(from[k]));
                                     $transpose(&mut r);
@@ -254,11 +215,7 @@ mod x86 {
                             for i in i0..i0 + n {
                                 for (k, q) in p.iter().enumerate() {
                                     let (system, scratch) = (q.add(i), s.add(i * L + k));
-                                    if INTO {
-                                        *scratch = *system
-                                    } else {
-                                        *system = *scratch
-                                    }
+                                    if INTO { *scratch = *system } else { *system = *scratch }
                                 }
                             }
                         }
@@ -267,9 +224,7 @@ mod x86 {
                 // SAFETY (whole body): every row index below is under m, so every access
                 // lies in a right-hand side or in the scratch (the caller's promise).
                 unsafe {
-                    let row = |i: usize| {
-                        std::array::from_fn::<$v, VECTORS, _>(|g| $load(s.add(i * L + g * W)))
-                    };
+                    let row = |i: usize| std::array::from_fn::<$v, VECTORS, _>(|g| $load(s.add(i * L + g * W)));
                     let put = |i: usize, x: &[$v; VECTORS]| {
                         for (g, v) in x.iter().enumerate() {
                             $store(s.add(i * L + g * W), *v);
@@ -284,11 +239,7 @@ mod x86 {
                             let (l, inv, _) = t.at(i);
                             let (l, inv, d) = ($set1(l), $set1(inv), row(i));
                             for g in 0..VECTORS {
-                                y[g] = if i == 0 {
-                                    $mul(d[g], inv)
-                                } else {
-                                    $mul($sub(d[g], $mul(l, y[g])), inv)
-                                };
+                                y[g] = if i == 0 { $mul(d[g], inv) } else { $mul($sub(d[g], $mul(l, y[g])), inv) };
                             }
                             put(i, &y);
                         }
@@ -312,30 +263,8 @@ mod x86 {
         };
     }
 
-    kernel!(
-        solve_f32,
-        f32,
-        __m256,
-        8,
-        _mm256_loadu_ps,
-        _mm256_storeu_ps,
-        _mm256_set1_ps,
-        _mm256_sub_ps,
-        _mm256_mul_ps,
-        transpose_f32
-    );
-    kernel!(
-        solve_f64,
-        f64,
-        __m256d,
-        4,
-        _mm256_loadu_pd,
-        _mm256_storeu_pd,
-        _mm256_set1_pd,
-        _mm256_sub_pd,
-        _mm256_mul_pd,
-        transpose_f64
-    );
+    kernel!(solve_f32, f32, __m256, 8, _mm256_loadu_ps, _mm256_storeu_ps, _mm256_set1_ps, _mm256_sub_ps, _mm256_mul_ps, transpose_f32);
+    kernel!(solve_f64, f64, __m256d, 4, _mm256_loadu_pd, _mm256_storeu_pd, _mm256_set1_pd, _mm256_sub_pd, _mm256_mul_pd, transpose_f64);
 }
 
 /// The AVX-512 kernels: a square tile (one cache line of rows of one vector's systems) is
@@ -357,20 +286,11 @@ mod avx512 {
         // rows 4g..4g + 4.
         let t: [__m512; 16] = std::array::from_fn(|k| {
             let (a, b) = (r[k & !1], r[k | 1]);
-            if k % 2 == 0 {
-                _mm512_unpacklo_ps(a, b)
-            } else {
-                _mm512_unpackhi_ps(a, b)
-            }
+            if k % 2 == 0 { _mm512_unpacklo_ps(a, b) } else { _mm512_unpackhi_ps(a, b) }
         });
         let mut u = [_mm512_setzero_ps(); 16];
         for g in 0..4 {
-            let (lo01, hi01, lo23, hi23) = (
-                pd(t[4 * g]),
-                pd(t[4 * g + 1]),
-                pd(t[4 * g + 2]),
-                pd(t[4 * g + 3]),
-            );
+            let (lo01, hi01, lo23, hi23) = (pd(t[4 * g]), pd(t[4 * g + 1]), pd(t[4 * g + 2]), pd(t[4 * g + 3]));
             u[4 * g] = ps(_mm512_unpacklo_pd(lo01, lo23));
             u[4 * g + 1] = ps(_mm512_unpackhi_pd(lo01, lo23));
             u[4 * g + 2] = ps(_mm512_unpacklo_pd(hi01, hi23));
@@ -406,11 +326,7 @@ mod avx512 {
         // u[2p + e] holds, in 128-bit lane q, element 2q + e of rows 2p, 2p + 1.
         let u: [__m512d; 8] = std::array::from_fn(|k| {
             let (a, b) = (r[k & !1], r[k | 1]);
-            if k % 2 == 0 {
-                _mm512_unpacklo_pd(a, b)
-            } else {
-                _mm512_unpackhi_pd(a, b)
-            }
+            if k % 2 == 0 { _mm512_unpacklo_pd(a, b) } else { _mm512_unpackhi_pd(a, b) }
         });
         for e in 0..2 {
             let rows = lanes_across([u[e], u[2 + e], u[4 + e], u[6 + e]]);
@@ -447,11 +363,7 @@ mod avx512 {
                         } else {
                             let mut b = [[0.0 as $t; W]; W];
                             for (k, row) in b.iter_mut().enumerate() {
-                                std::ptr::copy_nonoverlapping(
-                                    p[g * W + k].add(i0),
-                                    row.as_mut_ptr(),
-                                    n,
-                                );
+                                std::ptr::copy_nonoverlapping(p[g * W + k].add(i0), row.as_mut_ptr(), n);
                             }
                             std::array::from_fn(|k| $load(b[k].as_ptr()))
                         }
@@ -484,9 +396,7 @@ mod avx512 {
                         let n = W.min(m - i0);
                         if i0 + PREFETCH_BLOCKS * W < m {
                             for q in p {
-                                _mm_prefetch::<_MM_HINT_T1>(
-                                    q.add(i0 + PREFETCH_BLOCKS * W) as *const i8
-                                );
+                                _mm_prefetch::<_MM_HINT_T1>(q.add(i0 + PREFETCH_BLOCKS * W) as *const i8);
                             }
                         }
                         for g in 0..lanes / W {
@@ -502,11 +412,7 @@ mod avx512 {
                                 for k in 0..n {
                                     let i = i0 + k;
                                     let (l, inv, _) = t.at(i);
-                                    yg = if i == 0 {
-                                        $mul(r[k], $set1(inv))
-                                    } else {
-                                        $mul($sub(r[k], $mul($set1(l), yg)), $set1(inv))
-                                    };
+                                    yg = if i == 0 { $mul(r[k], $set1(inv)) } else { $mul($sub(r[k], $mul($set1(l), yg)), $set1(inv)) };
                                     $store(at(i, g), yg);
                                 }
                             }
@@ -546,28 +452,6 @@ mod avx512 {
         };
     }
 
-    kernel!(
-        solve_f32,
-        f32,
-        __m512,
-        16,
-        _mm512_loadu_ps,
-        _mm512_storeu_ps,
-        _mm512_set1_ps,
-        _mm512_sub_ps,
-        _mm512_mul_ps,
-        transpose_f32
-    );
-    kernel!(
-        solve_f64,
-        f64,
-        __m512d,
-        8,
-        _mm512_loadu_pd,
-        _mm512_storeu_pd,
-        _mm512_set1_pd,
-        _mm512_sub_pd,
-        _mm512_mul_pd,
-        transpose_f64
-    );
+    kernel!(solve_f32, f32, __m512, 16, _mm512_loadu_ps, _mm512_storeu_ps, _mm512_set1_ps, _mm512_sub_ps, _mm512_mul_ps, transpose_f32);
+    kernel!(solve_f64, f64, __m512d, 8, _mm512_loadu_pd, _mm512_storeu_pd, _mm512_set1_pd, _mm512_sub_pd, _mm512_mul_pd, transpose_f64);
 }

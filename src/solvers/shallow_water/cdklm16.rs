@@ -20,7 +20,7 @@ use std::ops::Range;
 
 use crate::real::Real;
 
-use super::fv::{Fv, Grid, Operator, Q, minmod};
+use super::fv::{Fv, Grid, Operator, Q, RowSink, Sink, minmod};
 
 /// The CDKLM16 scheme on the CPU: the shared finite-volume stages with its operator.
 pub(super) type Cdklm16<T> = Fv<T, Op>;
@@ -48,6 +48,24 @@ fn flux<T: Real>(hm: T, um: T, vm: T, hp: T, up: T, vp: T, g: T) -> [T; 3] {
     [f1, f2, f3]
 }
 
+/// `(u, v) = (hu / h, hv / h)` with `h = η + Bm`.
+#[inline(always)]
+fn velocity<T: Real>(eta: T, bm: T, hu: T, hv: T) -> (T, T) {
+    let h = eta + bm;
+    (hu / h, hv / h)
+}
+
+/// Rows `r-1`, `r` and `r+1` of a three-row ring (row r in slot r % 3), the last one to write.
+#[inline(always)]
+fn rows3<T>(ring: &mut [Vec<T>; 3], r: usize) -> [&mut Vec<T>; 3] {
+    let [a, b, c] = ring;
+    match r % 3 {
+        0 => [c, a, b],
+        1 => [a, b, c],
+        _ => [b, c, a],
+    }
+}
+
 /// Per-row scratch of one band.
 struct Scratch<T> {
     /// Velocities u, v of three consecutive rows (all columns), row r in slot r % 3.
@@ -68,8 +86,6 @@ struct Scratch<T> {
     vx: Vec<T>,
     tx: Vec<T>,
     fx: [Vec<T>; 3],
-    /// L of the current row.
-    l: [Vec<T>; 3],
 }
 
 impl<T: Real> Scratch<T> {
@@ -89,7 +105,6 @@ impl<T: Real> Scratch<T> {
             vx: z(w),
             tx: z(w),
             fx: [z(w), z(w), z(w)],
-            l: [z(nx), z(nx), z(nx)],
         }
     }
 
@@ -101,31 +116,38 @@ impl<T: Real> Scratch<T> {
         let (e, hu, hv, bm) = (&q.eta.row(r)[..w], &q.hu.row(r)[..w], &q.hv.row(r)[..w], &gr.bm.row(r)[..w]);
         let (u, v) = (&mut self.u[s][..w], &mut self.v[s][..w]);
         for k in 0..w {
-            let h = e[k] + bm[k];
-            u[k] = hu[k] / h;
-            v[k] = hv[k] / h;
+            (u[k], v[k]) = velocity(e[k], bm[k], hu[k], hv[k]);
         }
     }
 
-    /// y reconstruction of stored row `r` (needs the velocities of rows r-1, r, r+1).
+    /// y reconstruction of stored row `r` from the velocities of rows r-1 and r, with the
+    /// velocities of row r+1 (all columns) formed in the same loop: that loop is the first to
+    /// read row r+1 of the fields, and its arithmetic hides the wait for them.
     #[inline(always)]
     fn reconstruct_y(&mut self, gr: &Grid<T>, q: &Q<T>, r: usize) {
-        let (nx, half, two) = (gr.nx, T::of(0.5), T::of(2.0));
+        let (nx, w, half, two) = (gr.nx, gr.w, T::of(0.5), T::of(2.0));
         let (theta, g, dy) = (gr.theta, gr.g, gr.dy);
         let (tg, hg, g2) = (theta * g, half * g, two * g);
         let cu = dy / g2;
         let (fm, f0, fp) = (gr.f[r - 1], gr.f[r], gr.f[r + 1]);
         let dyf = dy * f0;
+        let (eta, hu, hv, bm) = (&q.eta.row(r + 1)[..w], &q.hu.row(r + 1)[..w], &q.hv.row(r + 1)[..w], &gr.bm.row(r + 1)[..w]);
+        let [um, u0, up] = rows3(&mut self.u, r);
+        let [vm, v0, vp] = rows3(&mut self.v, r);
+        let (up, vp) = (&mut up[..w], &mut vp[..w]);
+        for k in (0..2).chain(nx + 2..w) {
+            (up[k], vp[k]) = velocity(eta[k], bm[k], hu[k], hv[k]);
+        }
         let c = 2..nx + 2;
-        let (um, u0, up) =
-            (&self.u[(r - 1) % 3][c.clone()], &self.u[r % 3][c.clone()], &self.u[(r + 1) % 3][c.clone()]);
-        let (vm, v0, vp) =
-            (&self.v[(r - 1) % 3][c.clone()], &self.v[r % 3][c.clone()], &self.v[(r + 1) % 3][c.clone()]);
-        let (em, e0, ep) = (&q.eta.row(r - 1)[c.clone()], &q.eta.row(r)[c.clone()], &q.eta.row(r + 1)[c]);
+        let (um, u0, up) = (&um[c.clone()], &u0[c.clone()], &mut up[c.clone()]);
+        let (vm, v0, vp) = (&vm[c.clone()], &v0[c.clone()], &mut vp[c.clone()]);
+        let (eta, hu, hv, bm) = (&eta[c.clone()], &hu[c.clone()], &hv[c.clone()], &bm[c.clone()]);
+        let (em, e0, ep) = (&q.eta.row(r - 1)[c.clone()], &q.eta.row(r)[c.clone()], eta);
         let s = r % 2;
         let (t, un, us) = (&mut self.t[s][..nx], &mut self.un[s][..nx], &mut self.us[s][..nx]);
         let (vn, vs) = (&mut self.vn[s][..nx], &mut self.vs[s][..nx]);
         for i in 0..nx {
+            (up[i], vp[i]) = velocity(eta[i], bm[i], hu[i], hv[i]);
             let uy = minmod(theta * (u0[i] - um[i]), half * (up[i] - um[i]), theta * (up[i] - u0[i]));
             let vy = minmod(theta * (v0[i] - vm[i]), half * (vp[i] - vm[i]), theta * (vp[i] - v0[i]));
             let (fum, fu0, fup) = (fm * um[i], f0 * u0[i], fp * up[i]);
@@ -164,10 +186,10 @@ impl<T: Real> Scratch<T> {
         }
     }
 
-    /// x reconstruction, x fluxes and L of interior row `l` (velocities of row l in place,
-    /// y fluxes of its faces in `gs`, `gn`).
+    /// x reconstruction, x fluxes and L of interior row `l` into `out` (velocities of row l in
+    /// place, y fluxes of its faces in `gs`, `gn`).
     #[inline(always)]
-    fn row(&mut self, gr: &Grid<T>, q: &Q<T>, l: usize) {
+    fn row(&mut self, gr: &Grid<T>, q: &Q<T>, l: usize, out: &mut impl RowSink<T>) {
         // Lets the compiler drop the bounds checks of the loops below.
         assert_eq!(gr.w, gr.nx + 4);
         let (nx, w, half, two) = (gr.nx, gr.w, T::of(0.5), T::of(2.0));
@@ -203,8 +225,6 @@ impl<T: Real> Scratch<T> {
         let (gs1, gs2, gs3) = (&gs1[..nx], &gs2[..nx], &gs3[..nx]);
         let [gn1, gn2, gn3] = &self.gn;
         let (gn1, gn2, gn3) = (&gn1[..nx], &gn2[..nx], &gn3[..nx]);
-        let [l1, l2, l3] = &mut self.l;
-        let (l1, l2, l3) = (&mut l1[..nx], &mut l2[..nx], &mut l3[..nx]);
         let [x, y] = gr.wind;
         for i in 0..nx {
             let k = i + 2;
@@ -213,34 +233,29 @@ impl<T: Real> Scratch<T> {
             let h_s = half * (bi0[k] + bi0[k + 1]);
             let h_n = half * (bi1[k] + bi1[k + 1]);
             let gh = g * (e[k] + bm[k]);
-            l1[i] = -(f1[k] - f1[k - 1]) / dx - (gn1[i] - gs1[i]) / dy;
-            l2[i] = -(f2[k] - f2[k - 1]) / dx - (gn2[i] - gs2[i]) / dy + f * hv[k] + gh * (h_e - h_w) / dx + x;
-            l3[i] = -(f3[k] - f3[k - 1]) / dx - (gn3[i] - gs3[i]) / dy - f * hu[k] + gh * (h_n - h_s) / dy + y;
+            let l1 = -(f1[k] - f1[k - 1]) / dx - (gn1[i] - gs1[i]) / dy;
+            let l2 = -(f2[k] - f2[k - 1]) / dx - (gn2[i] - gs2[i]) / dy + f * hv[k] + gh * (h_e - h_w) / dx + x;
+            let l3 = -(f3[k] - f3[k - 1]) / dx - (gn3[i] - gs3[i]) / dy - f * hu[k] + gh * (h_n - h_s) / dy + y;
+            out.put(i, [l1, l2, l3]);
         }
     }
 }
 
 impl<T: Real> Operator<T> for Op {
     #[inline(always)]
-    fn band(&self, gr: &Grid<T>, q: &Q<T>, rows: Range<usize>, mut emit: impl FnMut(usize, [&[T]; 3])) {
+    fn band(&self, gr: &Grid<T>, q: &Q<T>, rows: Range<usize>, sink: &mut impl Sink<T>) {
         let mut s = Scratch::new(gr.nx, gr.w);
         let l0 = rows.start;
-        for r in l0 - 2..=l0 + 1 {
-            s.velocities(gr, q, r);
-            if r == l0 {
-                s.reconstruct_y(gr, q, l0 - 1);
-            }
-        }
+        s.velocities(gr, q, l0 - 2);
+        s.velocities(gr, q, l0 - 1);
+        s.reconstruct_y(gr, q, l0 - 1);
         s.reconstruct_y(gr, q, l0);
         s.flux_y(gr, q, l0 - 1);
         std::mem::swap(&mut s.gs, &mut s.gn);
         for l in rows {
-            s.velocities(gr, q, l + 2);
             s.reconstruct_y(gr, q, l + 1);
             s.flux_y(gr, q, l);
-            s.row(gr, q, l);
-            let [l1, l2, l3] = &s.l;
-            emit(l, [l1, l2, l3]);
+            s.row(gr, q, l, &mut sink.row(l));
             std::mem::swap(&mut s.gs, &mut s.gn);
         }
     }

@@ -3,7 +3,7 @@
 //! minmod limiter, the Runge-Kutta stage driver (§5.3) and the CFL reduction.
 //!
 //! **Stage driver.** A scheme provides only its spatial operator `L(Q)` ([`Operator`]), which
-//! hands over `L` one interior row at a time. [`Fv`] runs the stages of the shared
+//! hands over `L` value by value to a [`Sink`]. [`Fv`] runs the stages of the shared
 //! [`rk::step`] and fuses each stage into one parallel pass: for a band of rows the operator
 //! computes `L` of the stage input (recomputing the fluxes on the band's edges instead of
 //! storing flux arrays) and every value is immediately advanced by [`Stage::apply`] into
@@ -30,7 +30,7 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use crate::error::Result;
-use crate::numerics::rk::{self, RkState, Stage};
+use crate::numerics::rk::{self, RkState, Stage, StageIn};
 use crate::real::Real;
 use crate::solver::{Location, Place};
 
@@ -203,10 +203,18 @@ fn exchange_and_fill<T: Real>(q: &mut Q<T>, p: &Physics, halo: Option<&Halo>) {
 /// min(|a|, |b|, |c|)` with `s` the sign (`+0 -> +1`, `-0 -> -1`), i.e. zero unless all three
 /// have the same sign, then the smallest magnitude with that sign. Evaluated exactly as written
 /// so that a GPU kernel can reproduce it bit for bit.
+///
+/// The signs and the minimum are formed without NaN checks, one vector instruction each
+/// instead of three: the same bits for every argument (NaN for a NaN one), and a quarter fewer
+/// instructions in the reconstruction loops.
 #[inline(always)]
 pub(super) fn minmod<T: Real>(a: T, b: T, c: T) -> T {
-    let (sa, sb, sc) = (a.signum(), b.signum(), c.signum());
-    T::of(0.25) * sa * (sa + sb) * (sb + sc) * a.abs().min(b.abs()).min(c.abs())
+    let sign = |x: T| T::one().copysign(x);
+    // Returns `y` where either is NaN: a NaN `c` reaches `m`; a NaN `a` or `b` is caught below.
+    let min = |x: T, y: T| if x < y { x } else { y };
+    let (sa, sb, sc) = (sign(a), sign(b), sign(c));
+    let m = T::of(0.25) * sa * (sa + sb) * (sb + sc) * min(min(a.abs(), b.abs()), c.abs());
+    if a.is_nan() || b.is_nan() { T::nan() } else { m }
 }
 
 /// `min` that returns NaN when either argument is NaN.
@@ -228,10 +236,90 @@ pub(super) fn cell_dt<T: Real>(eta: T, hu: T, hv: T, bm: T, g: T, dx: T, dy: T) 
 
 /// A finite-volume scheme's spatial operator.
 pub(super) trait Operator<T: Real>: Send + Sync {
-    /// `L(q)` of the stored interior rows `rows` (`2..ny+2`), in increasing order: calls
-    /// `emit(l, [L_eta, L_hu, L_hv])` once per row with the `nx` interior values of each.
-    /// `q` has its ghosts filled (wall sides mirrored).
-    fn band(&self, grid: &Grid<T>, q: &Q<T>, rows: Range<usize>, emit: impl FnMut(usize, [&[T]; 3]));
+    /// `L(q)` of the stored interior rows `rows` (`2..ny+2`), in increasing order, into
+    /// `sink`. `q` has its ghosts filled (wall sides mirrored).
+    fn band(&self, grid: &Grid<T>, q: &Q<T>, rows: Range<usize>, sink: &mut impl Sink<T>);
+}
+
+/// Where an operator's `L` goes. The operator asks for the sink of each interior row before
+/// its last loop and hands it the values there, so that what uses `L` (the stage update) runs
+/// inside that loop: `L` is never stored, and the update's reads and writes of whole fields
+/// overlap the operator's arithmetic instead of stalling a loop of their own.
+pub(super) trait Sink<T> {
+    type Row<'a>: RowSink<T>
+    where
+        Self: 'a;
+    /// The sink of stored interior row `l`.
+    fn row(&mut self, l: usize) -> Self::Row<'_>;
+}
+
+/// One row's sink: `put(i, [L_eta, L_hu, L_hv])` for each interior column `i` in `0..nx`.
+pub(super) trait RowSink<T> {
+    fn put(&mut self, i: usize, l: [T; 3]);
+}
+
+/// The stage update of one band of rows as a [`Sink`]: `out = stage.apply(Q^n, input, -L)`,
+/// the transports divided by the friction divisor `1 + drag / h` where there is friction.
+struct Update<'a, T, const FRICTION: bool> {
+    q0: &'a Q<T>,
+    qin: &'a Q<T>,
+    bm: &'a [T],
+    /// The band's rows of the output fields, from stored row `r0`.
+    out: [&'a mut [T]; 3],
+    r0: usize,
+    nx: usize,
+    w: usize,
+    stage: StageIn<T>,
+    drag: T,
+}
+
+/// [`Update`] of one row, every slice cut to its `nx` interior values.
+struct UpdateRow<'a, T, const FRICTION: bool> {
+    q0: [&'a [T]; 3],
+    qin: [&'a [T]; 3],
+    bm: &'a [T],
+    out: [&'a mut [T]; 3],
+    stage: StageIn<T>,
+    drag: T,
+}
+
+impl<'a, T: Real, const FRICTION: bool> Sink<T> for Update<'a, T, FRICTION> {
+    type Row<'b>
+        = UpdateRow<'b, T, FRICTION>
+    where
+        Self: 'b;
+
+    #[inline(always)]
+    fn row(&mut self, l: usize) -> UpdateRow<'_, T, FRICTION> {
+        let (nx, w) = (self.nx, self.w);
+        let (at, off) = (l * w + 2, (l - self.r0) * w + 2);
+        let cut = |f: &'a Field<T>| &f.v[at..at + nx];
+        let [oe, ou, ov] = &mut self.out;
+        UpdateRow {
+            q0: [cut(&self.q0.eta), cut(&self.q0.hu), cut(&self.q0.hv)],
+            qin: [cut(&self.qin.eta), cut(&self.qin.hu), cut(&self.qin.hv)],
+            bm: &self.bm[at..at + nx],
+            out: [&mut oe[off..off + nx], &mut ou[off..off + nx], &mut ov[off..off + nx]],
+            stage: self.stage,
+            drag: self.drag,
+        }
+    }
+}
+
+impl<T: Real, const FRICTION: bool> RowSink<T> for UpdateRow<'_, T, FRICTION> {
+    #[inline(always)]
+    fn put(&mut self, i: usize, [l1, l2, l3]: [T; 3]) {
+        let ([e0, u0, v0], [e, u, v]) = (self.q0, self.qin);
+        let [oe, ou, ov] = &mut self.out;
+        oe[i] = self.stage.apply(e0[i], e[i], -l1);
+        let (new_u, new_v) = (self.stage.apply(u0[i], u[i], -l2), self.stage.apply(v0[i], v[i], -l3));
+        if FRICTION {
+            let div = T::one() + self.drag / (e[i] + self.bm[i]);
+            (ou[i], ov[i]) = (new_u / div, new_v / div);
+        } else {
+            (ou[i], ov[i]) = (new_u, new_v);
+        }
+    }
 }
 
 /// A finite-volume scheme: its operator, the fields in three rotating buffer sets, and the
@@ -252,30 +340,30 @@ pub(super) struct Fv<T: Real, O> {
 
 /// [`Operator::band`], in AVX-512F or AVX2 code where the CPU has it: the same operations
 /// (Rust contracts no multiply-adds), so the same bits, on four or two times the vector width.
-fn band<T: Real, O: Operator<T>>(op: &O, grid: &Grid<T>, q: &Q<T>, rows: Range<usize>, emit: impl FnMut(usize, [&[T]; 3])) {
+fn band<T: Real, O: Operator<T>>(op: &O, grid: &Grid<T>, q: &Q<T>, rows: Range<usize>, sink: &mut impl Sink<T>) {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx512f") {
         // SAFETY: the CPU supports AVX-512F (checked just above).
-        return unsafe { band_avx512(op, grid, q, rows, emit) };
+        return unsafe { band_avx512(op, grid, q, rows, sink) };
     }
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU supports AVX2 (checked just above).
-        return unsafe { band_avx2(op, grid, q, rows, emit) };
+        return unsafe { band_avx2(op, grid, q, rows, sink) };
     }
-    op.band(grid, q, rows, emit)
+    op.band(grid, q, rows, sink)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn band_avx512<T: Real, O: Operator<T>>(op: &O, grid: &Grid<T>, q: &Q<T>, rows: Range<usize>, emit: impl FnMut(usize, [&[T]; 3])) {
-    op.band(grid, q, rows, emit)
+unsafe fn band_avx512<T: Real, O: Operator<T>>(op: &O, grid: &Grid<T>, q: &Q<T>, rows: Range<usize>, sink: &mut impl Sink<T>) {
+    op.band(grid, q, rows, sink)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn band_avx2<T: Real, O: Operator<T>>(op: &O, grid: &Grid<T>, q: &Q<T>, rows: Range<usize>, emit: impl FnMut(usize, [&[T]; 3])) {
-    op.band(grid, q, rows, emit)
+unsafe fn band_avx2<T: Real, O: Operator<T>>(op: &O, grid: &Grid<T>, q: &Q<T>, rows: Range<usize>, sink: &mut impl Sink<T>) {
+    op.band(grid, q, rows, sink)
 }
 
 fn is_sponge(s: Side) -> bool {
@@ -323,7 +411,6 @@ impl<T: Real, O: Operator<T>> Fv<T, O> {
         let stage = stage.with_dt(dt);
         let (grid, op) = (&self.grid, &self.op);
         let (qin, q0, qout) = split(&mut self.bufs, input, self.sets.q0, out);
-        let bm = &grid.bm.v;
         let chunk = BAND * w;
         qout.eta
             .v
@@ -337,34 +424,16 @@ impl<T: Real, O: Operator<T>> Fv<T, O> {
                 if rows.is_empty() {
                     return;
                 }
-                // Inlined into the band's vector code (hence a generic `emit`).
-                band(op, grid, qin, rows, #[inline(always)] |l, [l1, l2, l3]| {
-                    let (base, off) = (l * w + 2, (l - r0) * w + 2);
-                    let range = base..base + nx;
-                    let (e0, u0, v0) = (&q0.eta.v[range.clone()], &q0.hu.v[range.clone()], &q0.hv.v[range.clone()]);
-                    let (e, u, v) = (&qin.eta.v[range.clone()], &qin.hu.v[range.clone()], &qin.hv.v[range.clone()]);
-                    let bm = &bm[range];
-                    let (oe, ou, ov) = (&mut oe[off..off + nx], &mut ou[off..off + nx], &mut ov[off..off + nx]);
-                    let (l1, l2, l3) = (&l1[..nx], &l2[..nx], &l3[..nx]);
-                    // A copy, not the captured reference: loop-invariant, so the loops vectorise.
-                    #[allow(clippy::redundant_locals)]
-                    let stage = stage;
-                    for i in 0..nx {
-                        oe[i] = stage.apply(e0[i], e[i], -l1[i]);
-                    }
-                    if friction {
-                        for i in 0..nx {
-                            let div = T::one() + drag / (e[i] + bm[i]);
-                            ou[i] = stage.apply(u0[i], u[i], -l2[i]) / div;
-                            ov[i] = stage.apply(v0[i], v[i], -l3[i]) / div;
-                        }
-                    } else {
-                        for i in 0..nx {
-                            ou[i] = stage.apply(u0[i], u[i], -l2[i]);
-                            ov[i] = stage.apply(v0[i], v[i], -l3[i]);
-                        }
-                    }
-                });
+                let bm = &grid.bm.v;
+                let out = [oe, ou, ov];
+                // Two sinks rather than a branch per value, so that both loops vectorise.
+                if friction {
+                    let mut up = Update::<T, true> { q0, qin, bm, out, r0, nx, w, stage, drag };
+                    band(op, grid, qin, rows, &mut up);
+                } else {
+                    let mut up = Update::<T, false> { q0, qin, bm, out, r0, nx, w, stage, drag };
+                    band(op, grid, qin, rows, &mut up);
+                }
             });
         if let Some(ext) = &self.exterior {
             let qout = &mut self.bufs[out];
@@ -741,6 +810,23 @@ pub(super) mod testing {
     /// included).
     /// `L` of every interior row of the busy case after a few steps, from the plain and (where
     /// the CPU has AVX2) the vector code path: they must agree bit for bit.
+    /// The bits of every `L` value, in the order the operator hands them over.
+    struct Bits(Vec<u32>);
+
+    impl super::Sink<f32> for Bits {
+        type Row<'a> = &'a mut Vec<u32>;
+
+        fn row(&mut self, _: usize) -> &mut Vec<u32> {
+            &mut self.0
+        }
+    }
+
+    impl super::RowSink<f32> for &mut Vec<u32> {
+        fn put(&mut self, _: usize, l: [f32; 3]) {
+            self.extend(l.map(f32::to_bits));
+        }
+    }
+
     pub fn bands_agree<O: super::Operator<f32>>(make: impl Fn(&Physics, &Initial) -> super::Fv<f32, O>) {
         let mut p = physics(50, 70, 200.0, 0.01, 1e-6, sides("periodicNS"));
         p.friction = 2e-3;
@@ -751,14 +837,13 @@ pub(super) mod testing {
         }
         let rows = 2..s.grid.ny + 2;
         let collect = |dispatch: bool| {
-            let mut out = Vec::new();
-            let mut emit = |_: usize, l: [&[f32]; 3]| out.extend(l.iter().flat_map(|r| r.iter().map(|v| v.to_bits())));
+            let mut bits = Bits(Vec::new());
             if dispatch {
-                super::band(&s.op, &s.grid, s.q(), rows.clone(), &mut emit);
+                super::band(&s.op, &s.grid, s.q(), rows.clone(), &mut bits);
             } else {
-                s.op.band(&s.grid, s.q(), rows.clone(), &mut emit);
+                s.op.band(&s.grid, s.q(), rows.clone(), &mut bits);
             }
-            out
+            bits.0
         };
         let (plain, dispatched) = (collect(false), collect(true));
         assert!(!plain.is_empty() && plain == dispatched, "plain and AVX2 bands differ");
@@ -884,5 +969,42 @@ pub(super) mod testing {
             rayon::current_num_threads(),
             100.0 * gbs / copy
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::minmod;
+
+    /// The limiter as spec §5.2 writes it, with the NaN-aware sign and minimum.
+    fn written(a: f32, b: f32, c: f32) -> f32 {
+        let (sa, sb, sc) = (a.signum(), b.signum(), c.signum());
+        0.25 * sa * (sa + sb) * (sb + sc) * a.abs().min(b.abs()).min(c.abs())
+    }
+
+    fn same(x: f32, y: f32) -> bool {
+        x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan())
+    }
+
+    /// Every combination of signed zeros, infinities, NaN, equal and unequal magnitudes.
+    #[test]
+    fn minmod_gives_the_bits_of_the_written_formula_on_special_values() {
+        let v = [0.0, -0.0, 1.5, -1.5, 2.0, -2.0, f32::MIN_POSITIVE / 4.0, f32::INFINITY, f32::NEG_INFINITY, f32::NAN];
+        for a in v {
+            for b in v {
+                for c in v {
+                    assert!(same(minmod(a, b, c), written(a, b, c)), "{a} {b} {c}: {} {}", minmod(a, b, c), written(a, b, c));
+                }
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn minmod_gives_the_bits_of_the_written_formula(a in any::<f32>(), b in any::<f32>(), c in any::<f32>()) {
+            prop_assert!(same(minmod(a, b, c), written(a, b, c)));
+        }
     }
 }

@@ -22,7 +22,7 @@ use std::ops::Range;
 
 use crate::real::Real;
 
-use super::fv::{Fv, Grid, Operator, Q, minmod};
+use super::fv::{Fv, Grid, Operator, Q, RowSink, Sink, minmod};
 
 /// The KP07 scheme on the CPU: the shared finite-volume stages with its operator.
 pub(super) type Kp07<T> = Fv<T, Op>;
@@ -81,8 +81,6 @@ struct Scratch<T> {
     /// x half-slopes (all columns) and x fluxes (face k between cells k and k+1).
     sx: [Vec<T>; 3],
     fx: [Vec<T>; 3],
-    /// L of the current row.
-    l: [Vec<T>; 3],
 }
 
 impl<T: Real> Scratch<T> {
@@ -97,7 +95,6 @@ impl<T: Real> Scratch<T> {
             gn: three(nx),
             sx: three(w),
             fx: three(w),
-            l: three(nx),
         }
     }
 
@@ -155,10 +152,10 @@ impl<T: Real> Scratch<T> {
         }
     }
 
-    /// x reconstruction, x fluxes and L of interior row `l` (y fluxes of its faces in `gs`,
-    /// `gn`, y reconstruction of row l in place).
+    /// x reconstruction, x fluxes and L of interior row `l` into `out` (y fluxes of its faces
+    /// in `gs`, `gn`, y reconstruction of row l in place).
     #[inline(always)]
-    fn row(&mut self, gr: &Grid<T>, q: &Q<T>, l: usize) {
+    fn row(&mut self, gr: &Grid<T>, q: &Q<T>, l: usize, out: &mut impl RowSink<T>) {
         // Lets the compiler drop the bounds checks of the loops below.
         assert_eq!(gr.w, gr.nx + 4);
         let (nx, w, half, theta, g) = (gr.nx, gr.w, T::of(0.5), gr.theta, gr.g);
@@ -190,23 +187,22 @@ impl<T: Real> Scratch<T> {
         let [gn1, gn2, gn3] = &self.gn;
         let (gn1, gn2, gn3) = (&gn1[..nx], &gn2[..nx], &gn3[..nx]);
         let source_y = &self.source[l % 2][..nx];
-        let [l1, l2, l3] = &mut self.l;
-        let (l1, l2, l3) = (&mut l1[..nx], &mut l2[..nx], &mut l3[..nx]);
         for i in 0..nx {
             let k = i + 2;
             let h_w = half * (bi0[k] + bi1[k]);
             let h_e = half * (bi0[k + 1] + bi1[k + 1]);
             let source_x = hg * (h_e - h_w) * ((((e[k] + se[k]) + h_e) + (e[k] - se[k])) + h_w);
-            l1[i] = -(f1[k] - f1[k - 1]) / dx + -(gn1[i] - gs1[i]) / dy;
-            l2[i] = (-(f2[k] - f2[k - 1]) / dx + source_x / dx) + (-(gn2[i] - gs2[i]) / dy + (x + f * hv[k]));
-            l3[i] = -(f3[k] - f3[k - 1]) / dx + (-(gn3[i] - gs3[i]) / dy + ((y - f * hu[k]) + source_y[i] / dy));
+            let l1 = -(f1[k] - f1[k - 1]) / dx + -(gn1[i] - gs1[i]) / dy;
+            let l2 = (-(f2[k] - f2[k - 1]) / dx + source_x / dx) + (-(gn2[i] - gs2[i]) / dy + (x + f * hv[k]));
+            let l3 = -(f3[k] - f3[k - 1]) / dx + (-(gn3[i] - gs3[i]) / dy + ((y - f * hu[k]) + source_y[i] / dy));
+            out.put(i, [l1, l2, l3]);
         }
     }
 }
 
 impl<T: Real> Operator<T> for Op {
     #[inline(always)]
-    fn band(&self, gr: &Grid<T>, q: &Q<T>, rows: Range<usize>, mut emit: impl FnMut(usize, [&[T]; 3])) {
+    fn band(&self, gr: &Grid<T>, q: &Q<T>, rows: Range<usize>, sink: &mut impl Sink<T>) {
         let mut s = Scratch::new(gr.nx, gr.w);
         let l0 = rows.start;
         s.reconstruct_y(gr, q, l0 - 1);
@@ -216,9 +212,7 @@ impl<T: Real> Operator<T> for Op {
         for l in rows {
             s.reconstruct_y(gr, q, l + 1);
             s.flux_y(gr, l);
-            s.row(gr, q, l);
-            let [l1, l2, l3] = &s.l;
-            emit(l, [l1, l2, l3]);
+            s.row(gr, q, l, &mut sink.row(l));
             std::mem::swap(&mut s.gs, &mut s.gn);
         }
     }

@@ -23,6 +23,7 @@ use std::ops::Range;
 use crate::real::Real;
 
 use super::fv::{Fv, Grid, Operator, Q, RowSink, Sink, minmod};
+use super::grid::Field;
 
 /// The KP07 scheme on the CPU: the shared finite-volume stages with its operator.
 pub(super) type Kp07<T> = Fv<T, Op>;
@@ -98,7 +99,8 @@ impl<T: Real> Scratch<T> {
         }
     }
 
-    /// y reconstruction of stored row `r` (interior columns).
+    /// y reconstruction of stored row `r` (interior columns), the three fields in one loop: the
+    /// first to read row r+1 of each, so the arithmetic of all three hides the wait for them.
     #[inline(always)]
     fn reconstruct_y(&mut self, gr: &Grid<T>, q: &Q<T>, r: usize) {
         let (nx, theta, half) = (gr.nx, gr.theta, T::of(0.5));
@@ -107,26 +109,28 @@ impl<T: Real> Scratch<T> {
         let (bs, bn) = (&gr.bi.row(r)[c.clone()], &gr.bi.row(r + 1)[c]);
         let s = r % 2;
         let c = 2..nx + 2;
-        for (n, f) in [&q.eta, &q.hu, &q.hv].into_iter().enumerate() {
-            let (qm, q0, qp) = (&f.row(r - 1)[c.clone()], &f.row(r)[c.clone()], &f.row(r + 1)[c.clone()]);
-            let (north, south) = (&mut self.north[s][n][..nx], &mut self.south[s][n][..nx]);
-            if n == 0 {
-                let source = &mut self.source[s][..nx];
-                for i in 0..nx {
-                    let h_s = half * (bs[i] + bs[i + 1]);
-                    let h_n = half * (bn[i] + bn[i + 1]);
-                    let sl = positive(q0[i], slope(qm[i], q0[i], qp[i], theta), h_s, h_n);
-                    north[i] = q0[i] + sl;
-                    south[i] = q0[i] - sl;
-                    source[i] = hg * (h_n - h_s) * (((north[i] + h_n) + south[i]) + h_s);
-                }
-            } else {
-                for i in 0..nx {
-                    let sl = slope(qm[i], q0[i], qp[i], theta);
-                    north[i] = q0[i] + sl;
-                    south[i] = q0[i] - sl;
-                }
-            }
+        fn rows<'a, T: Real>(f: &'a Field<T>, r: usize, c: &Range<usize>) -> [&'a [T]; 3] {
+            [&f.row(r - 1)[c.clone()], &f.row(r)[c.clone()], &f.row(r + 1)[c.clone()]]
+        }
+        let ([em, e0, ep], [um, u0, up], [vm, v0, vp]) = (rows(&q.eta, r, &c), rows(&q.hu, r, &c), rows(&q.hv, r, &c));
+        let [en, un, vn] = &mut self.north[s];
+        let (en, un, vn) = (&mut en[..nx], &mut un[..nx], &mut vn[..nx]);
+        let [es, us, vs] = &mut self.south[s];
+        let (es, us, vs) = (&mut es[..nx], &mut us[..nx], &mut vs[..nx]);
+        let source = &mut self.source[s][..nx];
+        for i in 0..nx {
+            let h_s = half * (bs[i] + bs[i + 1]);
+            let h_n = half * (bn[i] + bn[i + 1]);
+            let sl = positive(e0[i], slope(em[i], e0[i], ep[i], theta), h_s, h_n);
+            en[i] = e0[i] + sl;
+            es[i] = e0[i] - sl;
+            source[i] = hg * (h_n - h_s) * (((en[i] + h_n) + es[i]) + h_s);
+            let sl = slope(um[i], u0[i], up[i], theta);
+            un[i] = u0[i] + sl;
+            us[i] = u0[i] - sl;
+            let sl = slope(vm[i], v0[i], vp[i], theta);
+            vn[i] = v0[i] + sl;
+            vs[i] = v0[i] - sl;
         }
     }
 

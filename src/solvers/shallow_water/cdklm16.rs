@@ -66,18 +66,104 @@ fn rows3<T>(ring: &mut [Vec<T>; 3], r: usize) -> [&mut Vec<T>; 3] {
     }
 }
 
+/// Rows `r-1` and `r` of a two-row ring (row r in slot r % 2), the last one to write.
+#[inline(always)]
+fn rows2<T>(ring: &mut [Vec<T>; 2], r: usize) -> [&mut Vec<T>; 2] {
+    let [a, b] = ring;
+    if r % 2 == 0 { [b, a] } else { [a, b] }
+}
+
+/// The read-only rows and constants of one row's y reconstruction and y flux
+/// ([`Scratch::reconstruct_y`]), interior columns.
+struct YRow<'a, T> {
+    /// Row r+1 of η, hu, hv and Bm.
+    next: [&'a [T]; 4],
+    /// η of rows r-1 and r.
+    em: &'a [T],
+    e0: &'a [T],
+    /// Velocities of rows r-1 and r.
+    um: &'a [T],
+    u0: &'a [T],
+    vm: &'a [T],
+    v0: &'a [T],
+    /// Corner depths of row r (the face between rows r-1 and r), nx+1 of them.
+    bi: &'a [T],
+    /// Reconstruction of row r-1: `t` and the north face velocities.
+    tm: &'a [T],
+    unm: &'a [T],
+    vnm: &'a [T],
+    /// f of rows r-1, r, r+1.
+    f: [T; 3],
+}
+
+impl<T: Real> YRow<'_, T> {
+    /// The loop of [`Scratch::reconstruct_y`]. Everything it writes is an argument of its own,
+    /// which tells the compiler that those rows overlap nothing else: with that many rows it
+    /// would otherwise need more run-time overlap checks than it makes, and leave the loop in
+    /// scalar code (4 times slower).
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn run<const FLUX: bool>(
+        &self,
+        gr: &Grid<T>,
+        up: &mut [T],
+        vp: &mut [T],
+        t: &mut [T],
+        un: &mut [T],
+        vn: &mut [T],
+        g1: &mut [T],
+        g2: &mut [T],
+        g3: &mut [T],
+    ) {
+        let nx = gr.nx;
+        let (half, two) = (T::of(0.5), T::of(2.0));
+        let (theta, g, dy) = (gr.theta, gr.g, gr.dy);
+        let (tg, hg, g2_) = (theta * g, half * g, two * g);
+        let cu = dy / g2_;
+        let [fm, f0, fp] = self.f;
+        let dyf = dy * f0;
+        let [eta, hu, hv, bm] = self.next.map(|x| &x[..nx]);
+        let (em, e0, ep) = (&self.em[..nx], &self.e0[..nx], eta);
+        let (um, u0, vm, v0) = (&self.um[..nx], &self.u0[..nx], &self.vm[..nx], &self.v0[..nx]);
+        let (bi, tm, unm, vnm) = (&self.bi[..nx + 1], &self.tm[..nx], &self.unm[..nx], &self.vnm[..nx]);
+        let (up, vp, t, un, vn) = (&mut up[..nx], &mut vp[..nx], &mut t[..nx], &mut un[..nx], &mut vn[..nx]);
+        let (g1, g2, g3) = (&mut g1[..nx], &mut g2[..nx], &mut g3[..nx]);
+        for i in 0..nx {
+            (up[i], vp[i]) = velocity(eta[i], bm[i], hu[i], hv[i]);
+            let uy = minmod(theta * (u0[i] - um[i]), half * (up[i] - um[i]), theta * (up[i] - u0[i]));
+            let vy = minmod(theta * (v0[i] - vm[i]), half * (vp[i] - vm[i]), theta * (vp[i] - v0[i]));
+            let (fum, fu0, fup) = (fm * um[i], f0 * u0[i], fp * up[i]);
+            let b = tg * ((e0[i] - em[i]) + cu * (fu0 + fum));
+            let cc = hg * ((ep[i] - em[i]) + cu * (fup + two * fu0 + fum));
+            let d = tg * ((ep[i] - e0[i]) + cu * (fu0 + fup));
+            let ly = minmod(b, cc, d);
+            t[i] = (ly - dyf * u0[i]) / g2_;
+            un[i] = u0[i] + half * uy;
+            vn[i] = v0[i] + half * vy;
+            if FLUX {
+                // Through the face between rows r-1 and r: north side of row r-1, south of row r.
+                let hf = half * (bi[i] + bi[i + 1]);
+                let hm = (em[i] + hf) + tm[i];
+                let hp = (e0[i] + hf) - t[i];
+                let (us, vs) = (u0[i] - half * uy, v0[i] - half * vy);
+                let [f1, fn_, ft] = flux(hm, vnm[i], unm[i], hp, vs, us, g);
+                (g1[i], g2[i], g3[i]) = (f1, ft, fn_);
+            }
+        }
+    }
+}
+
 /// Per-row scratch of one band.
 struct Scratch<T> {
     /// Velocities u, v of three consecutive rows (all columns), row r in slot r % 3.
     u: [Vec<T>; 3],
     v: [Vec<T>; 3],
     /// y reconstruction of two consecutive rows (interior columns), row r in slot r % 2:
-    /// `t = (Ly - Δy f u) / (2g)` and the face velocities north (N) and south (S).
+    /// `t = (Ly - Δy f u) / (2g)` and the velocities at the north face (the south face's are
+    /// used where they are formed).
     t: [Vec<T>; 2],
     un: [Vec<T>; 2],
-    us: [Vec<T>; 2],
     vn: [Vec<T>; 2],
-    vs: [Vec<T>; 2],
     /// y fluxes through the south and north faces of the current row.
     gs: [Vec<T>; 3],
     gn: [Vec<T>; 3],
@@ -96,9 +182,7 @@ impl<T: Real> Scratch<T> {
             v: [z(w), z(w), z(w)],
             t: [z(nx), z(nx)],
             un: [z(nx), z(nx)],
-            us: [z(nx), z(nx)],
             vn: [z(nx), z(nx)],
-            vs: [z(nx), z(nx)],
             gs: [z(nx), z(nx), z(nx)],
             gn: [z(nx), z(nx), z(nx)],
             ux: z(w),
@@ -121,69 +205,38 @@ impl<T: Real> Scratch<T> {
     }
 
     /// y reconstruction of stored row `r` from the velocities of rows r-1 and r, with the
-    /// velocities of row r+1 (all columns) formed in the same loop: that loop is the first to
-    /// read row r+1 of the fields, and its arithmetic hides the wait for them.
+    /// velocities of row r+1 (all columns) formed in the same loop, and with `FLUX` the y fluxes
+    /// through the face between rows r-1 and r into `gn` (from the reconstruction of row r-1).
+    /// That loop is the first to read row r+1 of the fields and row r of the corner depths,
+    /// and its arithmetic hides the wait for them.
     #[inline(always)]
-    fn reconstruct_y(&mut self, gr: &Grid<T>, q: &Q<T>, r: usize) {
-        let (nx, w, half, two) = (gr.nx, gr.w, T::of(0.5), T::of(2.0));
-        let (theta, g, dy) = (gr.theta, gr.g, gr.dy);
-        let (tg, hg, g2) = (theta * g, half * g, two * g);
-        let cu = dy / g2;
-        let (fm, f0, fp) = (gr.f[r - 1], gr.f[r], gr.f[r + 1]);
-        let dyf = dy * f0;
-        let (eta, hu, hv, bm) = (&q.eta.row(r + 1)[..w], &q.hu.row(r + 1)[..w], &q.hv.row(r + 1)[..w], &gr.bm.row(r + 1)[..w]);
+    fn reconstruct_y<const FLUX: bool>(&mut self, gr: &Grid<T>, q: &Q<T>, r: usize) {
+        let (nx, w) = (gr.nx, gr.w);
+        let next = [&q.eta, &q.hu, &q.hv, &gr.bm].map(|f| &f.row(r + 1)[..w]);
         let [um, u0, up] = rows3(&mut self.u, r);
         let [vm, v0, vp] = rows3(&mut self.v, r);
         let (up, vp) = (&mut up[..w], &mut vp[..w]);
         for k in (0..2).chain(nx + 2..w) {
-            (up[k], vp[k]) = velocity(eta[k], bm[k], hu[k], hv[k]);
+            (up[k], vp[k]) = velocity(next[0][k], next[3][k], next[1][k], next[2][k]);
         }
         let c = 2..nx + 2;
-        let (um, u0, up) = (&um[c.clone()], &u0[c.clone()], &mut up[c.clone()]);
-        let (vm, v0, vp) = (&vm[c.clone()], &v0[c.clone()], &mut vp[c.clone()]);
-        let (eta, hu, hv, bm) = (&eta[c.clone()], &hu[c.clone()], &hv[c.clone()], &bm[c.clone()]);
-        let (em, e0, ep) = (&q.eta.row(r - 1)[c.clone()], &q.eta.row(r)[c.clone()], eta);
-        let s = r % 2;
-        let (t, un, us) = (&mut self.t[s][..nx], &mut self.un[s][..nx], &mut self.us[s][..nx]);
-        let (vn, vs) = (&mut self.vn[s][..nx], &mut self.vs[s][..nx]);
-        for i in 0..nx {
-            (up[i], vp[i]) = velocity(eta[i], bm[i], hu[i], hv[i]);
-            let uy = minmod(theta * (u0[i] - um[i]), half * (up[i] - um[i]), theta * (up[i] - u0[i]));
-            let vy = minmod(theta * (v0[i] - vm[i]), half * (vp[i] - vm[i]), theta * (vp[i] - v0[i]));
-            let (fum, fu0, fup) = (fm * um[i], f0 * u0[i], fp * up[i]);
-            let b = tg * ((e0[i] - em[i]) + cu * (fu0 + fum));
-            let cc = hg * ((ep[i] - em[i]) + cu * (fup + two * fu0 + fum));
-            let d = tg * ((ep[i] - e0[i]) + cu * (fu0 + fup));
-            let ly = minmod(b, cc, d);
-            t[i] = (ly - dyf * u0[i]) / g2;
-            un[i] = u0[i] + half * uy;
-            us[i] = u0[i] - half * uy;
-            vn[i] = v0[i] + half * vy;
-            vs[i] = v0[i] - half * vy;
-        }
-    }
-
-    /// y fluxes through the face between stored rows `r` and `r+1` into `gn` (needs the y
-    /// reconstruction of both rows).
-    #[inline(always)]
-    fn flux_y(&mut self, gr: &Grid<T>, q: &Q<T>, r: usize) {
-        let (nx, half, g) = (gr.nx, T::of(0.5), gr.g);
-        let (a, b) = (r % 2, (r + 1) % 2);
-        let bi = &gr.bi.row(r + 1)[2..nx + 3];
-        let (em, ep) = (&q.eta.row(r)[2..nx + 2], &q.eta.row(r + 1)[2..nx + 2]);
-        let (tm, tp) = (&self.t[a][..nx], &self.t[b][..nx]);
-        let (vm, vp, um, up) = (&self.vn[a][..nx], &self.vs[b][..nx], &self.un[a][..nx], &self.us[b][..nx]);
+        let ([tm, t], [unm, un], [vnm, vn]) = (rows2(&mut self.t, r), rows2(&mut self.un, r), rows2(&mut self.vn, r));
+        let y = YRow {
+            next: next.map(|x| &x[c.clone()]),
+            em: &q.eta.row(r - 1)[c.clone()],
+            e0: &q.eta.row(r)[c.clone()],
+            um: &um[c.clone()],
+            u0: &u0[c.clone()],
+            vm: &vm[c.clone()],
+            v0: &v0[c.clone()],
+            bi: &gr.bi.row(r)[2..nx + 3],
+            tm,
+            unm,
+            vnm,
+            f: [gr.f[r - 1], gr.f[r], gr.f[r + 1]],
+        };
         let [g1, g2, g3] = &mut self.gn;
-        let (g1, g2, g3) = (&mut g1[..nx], &mut g2[..nx], &mut g3[..nx]);
-        for i in 0..nx {
-            let hf = half * (bi[i] + bi[i + 1]);
-            let hm = (em[i] + hf) + tm[i];
-            let hp = (ep[i] + hf) - tp[i];
-            let [f1, fn_, ft] = flux(hm, vm[i], um[i], hp, vp[i], up[i], g);
-            g1[i] = f1;
-            g2[i] = ft;
-            g3[i] = fn_;
-        }
+        y.run::<FLUX>(gr, &mut up[c.clone()], &mut vp[c], t, un, vn, g1, g2, g3);
     }
 
     /// x reconstruction, x fluxes and L of interior row `l` into `out` (velocities of row l in
@@ -248,13 +301,11 @@ impl<T: Real> Operator<T> for Op {
         let l0 = rows.start;
         s.velocities(gr, q, l0 - 2);
         s.velocities(gr, q, l0 - 1);
-        s.reconstruct_y(gr, q, l0 - 1);
-        s.reconstruct_y(gr, q, l0);
-        s.flux_y(gr, q, l0 - 1);
+        s.reconstruct_y::<false>(gr, q, l0 - 1);
+        s.reconstruct_y::<true>(gr, q, l0);
         std::mem::swap(&mut s.gs, &mut s.gn);
         for l in rows {
-            s.reconstruct_y(gr, q, l + 1);
-            s.flux_y(gr, q, l);
+            s.reconstruct_y::<true>(gr, q, l + 1);
             s.row(gr, q, l, &mut sink.row(l));
             std::mem::swap(&mut s.gs, &mut s.gn);
         }

@@ -68,13 +68,79 @@ fn positive<T: Real>(eta: T, s: T, h_minus: T, h_plus: T) -> T {
     if eta + s < -h_plus { -h_plus - eta } else { s }
 }
 
+/// Rows `r-1` and `r` of a two-row ring (row r in slot r % 2), the last one to write.
+#[inline(always)]
+fn rows2<X>(ring: &mut [X; 2], r: usize) -> [&mut X; 2] {
+    let [a, b] = ring;
+    if r % 2 == 0 { [b, a] } else { [a, b] }
+}
+
+/// The read-only rows of one row's y reconstruction and y flux ([`Scratch::reconstruct_y`]),
+/// interior columns.
+struct YRow<'a, T> {
+    /// Rows r-1, r, r+1 of η, hu, hv.
+    q: [[&'a [T]; 3]; 3],
+    /// Corner depths of rows r and r+1 (the faces south and north of row r), nx+1 each.
+    bs: &'a [T],
+    bn: &'a [T],
+    /// North face values of row r-1 (η, hu, hv).
+    north_m: [&'a [T]; 3],
+}
+
+impl<T: Real> YRow<'_, T> {
+    /// The loop of [`Scratch::reconstruct_y`]. Everything it writes is an argument of its own,
+    /// which tells the compiler that those rows overlap nothing else: with that many rows it
+    /// would otherwise need more run-time overlap checks than it makes, and leave the loop in
+    /// scalar code.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn run<const FLUX: bool>(
+        &self,
+        gr: &Grid<T>,
+        en: &mut [T],
+        un: &mut [T],
+        vn: &mut [T],
+        source: &mut [T],
+        g1: &mut [T],
+        g2: &mut [T],
+        g3: &mut [T],
+    ) {
+        let (nx, theta, half, g) = (gr.nx, gr.theta, T::of(0.5), gr.g);
+        let hg = half * g;
+        let [[em, e0, ep], [um, u0, up], [vm, v0, vp]] = self.q.map(|f| f.map(|x| &x[..nx]));
+        let (bs, bn) = (&self.bs[..nx + 1], &self.bn[..nx + 1]);
+        let [enm, unm, vnm] = self.north_m.map(|x| &x[..nx]);
+        let (en, un, vn, source) = (&mut en[..nx], &mut un[..nx], &mut vn[..nx], &mut source[..nx]);
+        let (g1, g2, g3) = (&mut g1[..nx], &mut g2[..nx], &mut g3[..nx]);
+        for i in 0..nx {
+            let h_s = half * (bs[i] + bs[i + 1]);
+            let h_n = half * (bn[i] + bn[i + 1]);
+            let sl = positive(e0[i], slope(em[i], e0[i], ep[i], theta), h_s, h_n);
+            let (e_n, e_s) = (e0[i] + sl, e0[i] - sl);
+            en[i] = e_n;
+            source[i] = hg * (h_n - h_s) * (((e_n + h_n) + e_s) + h_s);
+            let sl = slope(um[i], u0[i], up[i], theta);
+            let (u_n, u_s) = (u0[i] + sl, u0[i] - sl);
+            un[i] = u_n;
+            let sl = slope(vm[i], v0[i], vp[i], theta);
+            let (v_n, v_s) = (v0[i] + sl, v0[i] - sl);
+            vn[i] = v_n;
+            if FLUX {
+                // Through the face between rows r-1 and r (its depth is h_s); normal (hv) first,
+                // swapped back after.
+                let [f1, fnn, ft] = flux([enm[i], vnm[i], unm[i]], [e_s, v_s, u_s], h_s, g);
+                (g1[i], g2[i], g3[i]) = (f1, ft, fnn);
+            }
+        }
+    }
+}
+
 /// Per-row scratch of one band.
 struct Scratch<T> {
     /// y reconstruction of two consecutive rows (interior columns), row r in slot r % 2: the
-    /// face values north (`q + S`) and south (`q - S`) of η, hu, hv, and the bathymetry source
-    /// `½ g (H_N - H_S) (h_N + h_S)`.
+    /// face values north (`q + S`) of η, hu, hv (the south ones, `q - S`, are used where they
+    /// are formed), and the bathymetry source `½ g (H_N - H_S) (h_N + h_S)`.
     north: [[Vec<T>; 3]; 2],
-    south: [[Vec<T>; 3]; 2],
     source: [Vec<T>; 2],
     /// y fluxes through the south and north faces of the current row.
     gs: [Vec<T>; 3],
@@ -90,7 +156,6 @@ impl<T: Real> Scratch<T> {
         let three = |n: usize| [z(n), z(n), z(n)];
         Scratch {
             north: [three(nx), three(nx)],
-            south: [three(nx), three(nx)],
             source: [z(nx), z(nx)],
             gs: three(nx),
             gn: three(nx),
@@ -99,61 +164,28 @@ impl<T: Real> Scratch<T> {
         }
     }
 
-    /// y reconstruction of stored row `r` (interior columns), the three fields in one loop: the
-    /// first to read row r+1 of each, so the arithmetic of all three hides the wait for them.
+    /// y reconstruction of stored row `r` (interior columns), the three fields in one loop, and
+    /// with `FLUX` the y fluxes through the face between rows r-1 and r into `gn` (from the
+    /// reconstruction of row r-1): the first loop to read row r+1 of each field, so all that
+    /// arithmetic hides the wait for them.
     #[inline(always)]
-    fn reconstruct_y(&mut self, gr: &Grid<T>, q: &Q<T>, r: usize) {
-        let (nx, theta, half) = (gr.nx, gr.theta, T::of(0.5));
-        let hg = half * gr.g;
+    fn reconstruct_y<const FLUX: bool>(&mut self, gr: &Grid<T>, q: &Q<T>, r: usize) {
+        let nx = gr.nx;
         let c = 2..nx + 3;
-        let (bs, bn) = (&gr.bi.row(r)[c.clone()], &gr.bi.row(r + 1)[c]);
-        let s = r % 2;
-        let c = 2..nx + 2;
-        fn rows<'a, T: Real>(f: &'a Field<T>, r: usize, c: &Range<usize>) -> [&'a [T]; 3] {
-            [&f.row(r - 1)[c.clone()], &f.row(r)[c.clone()], &f.row(r + 1)[c.clone()]]
+        fn rows<T: Real>(f: &Field<T>, r: usize, nx: usize) -> [&[T]; 3] {
+            [r - 1, r, r + 1].map(|r| &f.row(r)[2..nx + 2])
         }
-        let ([em, e0, ep], [um, u0, up], [vm, v0, vp]) = (rows(&q.eta, r, &c), rows(&q.hu, r, &c), rows(&q.hv, r, &c));
-        let [en, un, vn] = &mut self.north[s];
-        let (en, un, vn) = (&mut en[..nx], &mut un[..nx], &mut vn[..nx]);
-        let [es, us, vs] = &mut self.south[s];
-        let (es, us, vs) = (&mut es[..nx], &mut us[..nx], &mut vs[..nx]);
-        let source = &mut self.source[s][..nx];
-        for i in 0..nx {
-            let h_s = half * (bs[i] + bs[i + 1]);
-            let h_n = half * (bn[i] + bn[i + 1]);
-            let sl = positive(e0[i], slope(em[i], e0[i], ep[i], theta), h_s, h_n);
-            en[i] = e0[i] + sl;
-            es[i] = e0[i] - sl;
-            source[i] = hg * (h_n - h_s) * (((en[i] + h_n) + es[i]) + h_s);
-            let sl = slope(um[i], u0[i], up[i], theta);
-            un[i] = u0[i] + sl;
-            us[i] = u0[i] - sl;
-            let sl = slope(vm[i], v0[i], vp[i], theta);
-            vn[i] = v0[i] + sl;
-            vs[i] = v0[i] - sl;
-        }
-    }
-
-    /// y fluxes through the face between stored rows `r` and `r+1` into `gn`.
-    #[inline(always)]
-    fn flux_y(&mut self, gr: &Grid<T>, r: usize) {
-        let (nx, half, g) = (gr.nx, T::of(0.5), gr.g);
-        let (a, b) = (r % 2, (r + 1) % 2);
-        let bi = &gr.bi.row(r + 1)[2..nx + 3];
-        let [em, um, vm] = &self.north[a];
-        let (em, um, vm) = (&em[..nx], &um[..nx], &vm[..nx]);
-        let [ep, up, vp] = &self.south[b];
-        let (ep, up, vp) = (&ep[..nx], &up[..nx], &vp[..nx]);
+        let [north_m, north] = rows2(&mut self.north, r);
+        let [em, um, vm] = north_m;
+        let y = YRow {
+            q: [rows(&q.eta, r, nx), rows(&q.hu, r, nx), rows(&q.hv, r, nx)],
+            bs: &gr.bi.row(r)[c.clone()],
+            bn: &gr.bi.row(r + 1)[c],
+            north_m: [&em[..], &um[..], &vm[..]],
+        };
+        let [en, un, vn] = north;
         let [g1, g2, g3] = &mut self.gn;
-        let (g1, g2, g3) = (&mut g1[..nx], &mut g2[..nx], &mut g3[..nx]);
-        for i in 0..nx {
-            let hf = half * (bi[i] + bi[i + 1]);
-            // Normal (hv) first, swapped back after.
-            let [f1, fnn, ft] = flux([em[i], vm[i], um[i]], [ep[i], vp[i], up[i]], hf, g);
-            g1[i] = f1;
-            g2[i] = ft;
-            g3[i] = fnn;
-        }
+        y.run::<FLUX>(gr, en, un, vn, &mut self.source[r % 2], g1, g2, g3);
     }
 
     /// x reconstruction, x fluxes and L of interior row `l` into `out` (y fluxes of its faces
@@ -209,13 +241,11 @@ impl<T: Real> Operator<T> for Op {
     fn band(&self, gr: &Grid<T>, q: &Q<T>, rows: Range<usize>, sink: &mut impl Sink<T>) {
         let mut s = Scratch::new(gr.nx, gr.w);
         let l0 = rows.start;
-        s.reconstruct_y(gr, q, l0 - 1);
-        s.reconstruct_y(gr, q, l0);
-        s.flux_y(gr, l0 - 1);
+        s.reconstruct_y::<false>(gr, q, l0 - 1);
+        s.reconstruct_y::<true>(gr, q, l0);
         std::mem::swap(&mut s.gs, &mut s.gn);
         for l in rows {
-            s.reconstruct_y(gr, q, l + 1);
-            s.flux_y(gr, l);
+            s.reconstruct_y::<true>(gr, q, l + 1);
             s.row(gr, q, l, &mut sink.row(l));
             std::mem::swap(&mut s.gs, &mut s.gn);
         }

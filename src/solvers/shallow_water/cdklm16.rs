@@ -20,7 +20,7 @@ use std::ops::Range;
 
 use crate::real::Real;
 
-use super::fv::{Fv, Grid, Operator, Q, RowSink, Sink, minmod};
+use super::fv::{Fv, Grid, Operator, Q, RowSink, Sink, minmod, rows2};
 
 /// The CDKLM16 scheme on the CPU: the shared finite-volume stages with its operator.
 pub(super) type Cdklm16<T> = Fv<T, Op>;
@@ -66,13 +66,6 @@ fn rows3<T>(ring: &mut [Vec<T>; 3], r: usize) -> [&mut Vec<T>; 3] {
     }
 }
 
-/// Rows `r-1` and `r` of a two-row ring (row r in slot r % 2), the last one to write.
-#[inline(always)]
-fn rows2<T>(ring: &mut [Vec<T>; 2], r: usize) -> [&mut Vec<T>; 2] {
-    let [a, b] = ring;
-    if r % 2 == 0 { [b, a] } else { [a, b] }
-}
-
 /// The read-only rows and constants of one row's y reconstruction and y flux
 /// ([`Scratch::reconstruct_y`]), interior columns.
 struct YRow<'a, T> {
@@ -111,15 +104,15 @@ impl<T: Real> YRow<'_, T> {
         t: &mut [T],
         un: &mut [T],
         vn: &mut [T],
-        g1: &mut [T],
-        g2: &mut [T],
-        g3: &mut [T],
+        gn1: &mut [T],
+        gn2: &mut [T],
+        gn3: &mut [T],
     ) {
         let nx = gr.nx;
         let (half, two) = (T::of(0.5), T::of(2.0));
         let (theta, g, dy) = (gr.theta, gr.g, gr.dy);
-        let (tg, hg, g2_) = (theta * g, half * g, two * g);
-        let cu = dy / g2_;
+        let (tg, hg, g2) = (theta * g, half * g, two * g);
+        let cu = dy / g2;
         let [fm, f0, fp] = self.f;
         let dyf = dy * f0;
         let [eta, hu, hv, bm] = self.next.map(|x| &x[..nx]);
@@ -127,7 +120,7 @@ impl<T: Real> YRow<'_, T> {
         let (um, u0, vm, v0) = (&self.um[..nx], &self.u0[..nx], &self.vm[..nx], &self.v0[..nx]);
         let (bi, tm, unm, vnm) = (&self.bi[..nx + 1], &self.tm[..nx], &self.unm[..nx], &self.vnm[..nx]);
         let (up, vp, t, un, vn) = (&mut up[..nx], &mut vp[..nx], &mut t[..nx], &mut un[..nx], &mut vn[..nx]);
-        let (g1, g2, g3) = (&mut g1[..nx], &mut g2[..nx], &mut g3[..nx]);
+        let (gn1, gn2, gn3) = (&mut gn1[..nx], &mut gn2[..nx], &mut gn3[..nx]);
         for i in 0..nx {
             (up[i], vp[i]) = velocity(eta[i], bm[i], hu[i], hv[i]);
             let uy = minmod(theta * (u0[i] - um[i]), half * (up[i] - um[i]), theta * (up[i] - u0[i]));
@@ -137,7 +130,7 @@ impl<T: Real> YRow<'_, T> {
             let cc = hg * ((ep[i] - em[i]) + cu * (fup + two * fu0 + fum));
             let d = tg * ((ep[i] - e0[i]) + cu * (fu0 + fup));
             let ly = minmod(b, cc, d);
-            t[i] = (ly - dyf * u0[i]) / g2_;
+            t[i] = (ly - dyf * u0[i]) / g2;
             un[i] = u0[i] + half * uy;
             vn[i] = v0[i] + half * vy;
             if FLUX {
@@ -147,7 +140,7 @@ impl<T: Real> YRow<'_, T> {
                 let hp = (e0[i] + hf) - t[i];
                 let (us, vs) = (u0[i] - half * uy, v0[i] - half * vy);
                 let [f1, fn_, ft] = flux(hm, vnm[i], unm[i], hp, vs, us, g);
-                (g1[i], g2[i], g3[i]) = (f1, ft, fn_);
+                (gn1[i], gn2[i], gn3[i]) = (f1, ft, fn_);
             }
         }
     }

@@ -199,6 +199,13 @@ fn exchange_and_fill<T: Real>(q: &mut Q<T>, p: &Physics, halo: Option<&Halo>) {
     fill_ghosts(q, p);
 }
 
+/// Rows `r-1` and `r` of a two-row ring (row r in slot r % 2), the last one to write.
+#[inline(always)]
+pub(super) fn rows2<X>(ring: &mut [X; 2], r: usize) -> [&mut X; 2] {
+    let [a, b] = ring;
+    if r.is_multiple_of(2) { [b, a] } else { [a, b] }
+}
+
 /// The minmod limiter of three arguments (spec §5.2): `¼ s(a) (s(a) + s(b)) (s(b) + s(c))
 /// min(|a|, |b|, |c|)` with `s` the sign (`+0 -> +1`, `-0 -> -1`), i.e. zero unless all three
 /// have the same sign, then the smallest magnitude with that sign. Evaluated exactly as written

@@ -22,7 +22,7 @@ use std::ops::Range;
 
 use crate::real::Real;
 
-use super::fv::{Fv, Grid, Operator, Q, RowSink, Sink, minmod};
+use super::fv::{Fv, Grid, Operator, Q, RowSink, Sink, minmod, rows2};
 use super::grid::Field;
 
 /// The KP07 scheme on the CPU: the shared finite-volume stages with its operator.
@@ -66,13 +66,6 @@ fn slope<T: Real>(qm: T, q: T, qp: T, theta: T) -> T {
 fn positive<T: Real>(eta: T, s: T, h_minus: T, h_plus: T) -> T {
     let s = if eta - s < -h_minus { eta + h_minus } else { s };
     if eta + s < -h_plus { -h_plus - eta } else { s }
-}
-
-/// Rows `r-1` and `r` of a two-row ring (row r in slot r % 2), the last one to write.
-#[inline(always)]
-fn rows2<X>(ring: &mut [X; 2], r: usize) -> [&mut X; 2] {
-    let [a, b] = ring;
-    if r % 2 == 0 { [b, a] } else { [a, b] }
 }
 
 /// The read-only rows of one row's y reconstruction and y flux ([`Scratch::reconstruct_y`]),

@@ -81,10 +81,8 @@ struct YRow<'a, T> {
 }
 
 impl<T: Real> YRow<'_, T> {
-    /// The loop of [`Scratch::reconstruct_y`]. Everything it writes is an argument of its own,
-    /// which tells the compiler that those rows overlap nothing else: with that many rows it
-    /// would otherwise need more run-time overlap checks than it makes, and leave the loop in
-    /// scalar code.
+    /// The loop of [`Scratch::reconstruct_y`], the rows it writes as arguments of their own so
+    /// that it vectorises (why: CDKLM16's `YRow::run`).
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     fn run<const FLUX: bool>(

@@ -212,8 +212,8 @@ pub(super) fn rows2<X>(ring: &mut [X; 2], r: usize) -> [&mut X; 2] {
 /// so that a GPU kernel can reproduce it bit for bit.
 ///
 /// The signs and the minimum are formed without NaN checks, one vector instruction each
-/// instead of three: the same bits for every argument (NaN for a NaN one), and a quarter fewer
-/// instructions in the reconstruction loops.
+/// instead of three: the same bits for every argument (NaN for a NaN one), and fewer
+/// instructions in the reconstruction loops (CDKLM16's x reconstruction: 131 to 113 per vector).
 #[inline(always)]
 pub(super) fn minmod<T: Real>(a: T, b: T, c: T) -> T {
     let sign = |x: T| T::one().copysign(x);

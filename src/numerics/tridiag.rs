@@ -241,7 +241,7 @@ impl<T: Real> Thomas<T> {
         let (m, cols) = (self.m, BYTES / std::mem::size_of::<T>());
         with_scratch::<T, _>(m * cols, |scratch| {
             // SAFETY (whole body): rows i < m of the block lie in `d` (the caller's promise),
-            // and rows i < m of the scratch in `s`.
+            // and rows i < m of `scratch` (m * cols elements, `with_scratch`).
             unsafe {
                 let row = |i: usize| std::slice::from_raw_parts(base.get().add(i * width + c0), cols);
                 let tmp = |i: usize| std::slice::from_raw_parts_mut(scratch.add(i * cols), cols);

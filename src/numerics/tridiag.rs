@@ -979,11 +979,12 @@ mod tests {
             Tridiagonal::general(diagonal(0), diagonal(1), diagonal(2))
         };
         // General matrices (a factor per row) and constant ones (a prefix, then the tail);
-        // lengths shorter than a tile, between tiles and of whole tiles.
-        let matrices = [2, 5, 16, 23, 70]
+        // lengths shorter than a tile, between tiles and of whole tiles, and multiples of 1024,
+        // whose f32 systems put a tile's lines in one L1 set (the split write-back).
+        let matrices = [2, 5, 16, 23, 70, 2048]
             .map(general)
             .into_iter()
-            .chain([3, 8, 33, 100].map(|m| Tridiagonal::constant(m, T::of(-1.0), T::of(3.0), T::of(-1.0))));
+            .chain([3, 8, 33, 100, 1024].map(|m| Tridiagonal::constant(m, T::of(-1.0), T::of(3.0), T::of(-1.0))));
         for a in matrices {
             let (m, t) = (a.len(), Thomas::new(&a).unwrap());
             let kernels: Vec<_> = lanes::kernels::<T>(m).collect();

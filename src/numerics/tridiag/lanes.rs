@@ -105,15 +105,16 @@ pub(super) fn solve_with<T: Real>(kernel: Kernel, t: &Thomas<T>, rows: &mut [&mu
         for (q, r) in p.iter_mut().zip(rows.iter_mut()) {
             *q = r.as_mut_ptr();
         }
-        let n = rows.len();
         let (p32, p64) = (p.map(|q| q as *mut f32), p.map(|q| q as *mut f64));
         // SAFETY: the CPU has the kernel's instructions (`runs`); `rows`
         // holds distinct right-hand sides of m elements, as many as the kernel's lanes, of
         // the type the factors have; the scratch holds m of them per lane.
         unsafe {
             match (t.downcast_ref::<Thomas<f32>>(), t.downcast_ref::<Thomas<f64>>(), kernel) {
-                (Some(t), _, Kernel::Avx512 { .. }) => avx512::solve_f32(t, &p32[..n], scratch as *mut f32),
-                (_, Some(t), Kernel::Avx512 { .. }) => avx512::solve_f64(t, &p64[..n], scratch as *mut f64),
+                (Some(t), _, Kernel::Avx512 { vectors: 1 }) => avx512::solve_f32(t, &vectors::<_, 16, 1>(&p32), scratch as *mut f32),
+                (Some(t), _, Kernel::Avx512 { vectors: 2 }) => avx512::solve_f32(t, &vectors::<_, 16, 2>(&p32), scratch as *mut f32),
+                (_, Some(t), Kernel::Avx512 { vectors: 1 }) => avx512::solve_f64(t, &vectors::<_, 8, 1>(&p64), scratch as *mut f64),
+                (_, Some(t), Kernel::Avx512 { vectors: 2 }) => avx512::solve_f64(t, &vectors::<_, 8, 2>(&p64), scratch as *mut f64),
                 (Some(t), _, Kernel::Avx2) => x86::solve_f32(t, &std::array::from_fn(|k| p32[k]), scratch as *mut f32),
                 (_, Some(t), Kernel::Avx2) => x86::solve_f64(t, &std::array::from_fn(|k| p64[k]), scratch as *mut f64),
                 _ => return false,
@@ -123,6 +124,12 @@ pub(super) fn solve_with<T: Real>(kernel: Kernel, t: &Thomas<T>, rows: &mut [&mu
     });
     #[cfg(not(target_arch = "x86_64"))]
     false
+}
+
+/// The first `G` vectors of `W` systems of `p`.
+#[cfg(target_arch = "x86_64")]
+fn vectors<T: Copy, const W: usize, const G: usize>(p: &[T; 32]) -> [[T; W]; G] {
+    std::array::from_fn(|g| std::array::from_fn(|k| p[g * W + k]))
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -340,18 +347,19 @@ mod avx512 {
     /// separate stream, more than the hardware prefetchers follow).
     const PREFETCH_BLOCKS: usize = 8;
 
-    /// One kernel per precision: `$w` lanes per vector (and rows per tile), `p.len() / $w`
-    /// vectors.
+    /// One kernel per precision: `$w` lanes per vector (and rows per tile), `G` vectors (a
+    /// constant, so that each vector's latest value stays in a register and no index is
+    /// checked).
     macro_rules! kernel {
         ($name:ident, $t:ty, $v:ty, $w:expr, $load:ident, $store:ident, $set1:ident, $sub:ident,
          $mul:ident, $transpose:ident) => {
             /// # Safety
-            /// The CPU has AVX-512F; `p` holds one or two vectors' worth of distinct
-            /// right-hand sides of `t.m` elements; `s` holds `t.m * p.len()` elements.
+            /// The CPU has AVX-512F; `p` holds distinct right-hand sides of `t.m` elements;
+            /// `s` holds `t.m * G * W` elements.
             #[target_feature(enable = "avx512f")]
-            pub(super) unsafe fn $name(t: &Thomas<$t>, p: &[*mut $t], s: *mut $t) {
+            pub(super) unsafe fn $name<const G: usize>(t: &Thomas<$t>, p: &[[*mut $t; $w]; G], s: *mut $t) {
                 const W: usize = $w;
-                let (m, lanes) = (t.m, p.len());
+                let m = t.m;
                 // Rows i0..i0 + n of the systems g * W.. into the tile (rows of each system),
                 // zero-padded past n.
                 let load_tile = |g: usize, i0: usize, n: usize| -> [$v; W] {
@@ -359,11 +367,11 @@ mod avx512 {
                     // caller's promise); partial tiles go through a local buffer.
                     unsafe {
                         if n == W {
-                            std::array::from_fn(|k| $load(p[g * W + k].add(i0)))
+                            std::array::from_fn(|k| $load(p[g][k].add(i0)))
                         } else {
                             let mut b = [[0.0 as $t; W]; W];
                             for (k, row) in b.iter_mut().enumerate() {
-                                std::ptr::copy_nonoverlapping(p[g * W + k].add(i0), row.as_mut_ptr(), n);
+                                std::ptr::copy_nonoverlapping(p[g][k].add(i0), row.as_mut_ptr(), n);
                             }
                             std::array::from_fn(|k| $load(b[k].as_ptr()))
                         }
@@ -372,13 +380,13 @@ mod avx512 {
                 let store_tile = |g: usize, i0: usize, n: usize, r: &[$v; W]| unsafe {
                     if n == W {
                         for (k, v) in r.iter().enumerate() {
-                            $store(p[g * W + k].add(i0), *v);
+                            $store(p[g][k].add(i0), *v);
                         }
                     } else {
                         let mut b = [[0.0 as $t; W]; W];
                         for (k, v) in r.iter().enumerate() {
                             $store(b[k].as_mut_ptr(), *v);
-                            std::ptr::copy_nonoverlapping(b[k].as_ptr(), p[g * W + k].add(i0), n);
+                            std::ptr::copy_nonoverlapping(b[k].as_ptr(), p[g][k].add(i0), n);
                         }
                     }
                 };
@@ -391,15 +399,15 @@ mod avx512 {
                 unsafe {
                     let at = |i: usize, g: usize| s.add((g * m + i) * W);
                     // Forward: y_0 = d_0 inv_0, y_i = (d_i - l_i y_{i-1}) inv_i, into the scratch.
-                    let mut y = [$set1(0.0); 2];
+                    let mut y = [$set1(0.0); G];
                     for i0 in (0..m).step_by(W) {
                         let n = W.min(m - i0);
                         if i0 + PREFETCH_BLOCKS * W < m {
-                            for q in p {
+                            for q in p.iter().flatten() {
                                 _mm_prefetch::<_MM_HINT_T1>(q.add(i0 + PREFETCH_BLOCKS * W) as *const i8);
                             }
                         }
-                        for g in 0..lanes / W {
+                        for g in 0..G {
                             let mut r = load_tile(g, i0, n);
                             $transpose(&mut r);
                             let mut yg = y[g];
@@ -420,11 +428,16 @@ mod avx512 {
                         }
                     }
                     // Backward: x_{m-1} = y_{m-1}, x_i = y_i - u_i x_{i+1}; blocks in reverse,
-                    // each tile transposed back into its systems.
+                    // each tile transposed back into its systems. A tile's rows go to W lines
+                    // a system apart; where more than 8 of them fall in one L1 set (systems of
+                    // a power-of-two length, f32), the stores waited on each other's line
+                    // fills, so half of them are written one tile later.
+                    let split = !super::spread(m * std::mem::size_of::<$t>(), W, 8);
+                    let mut held: [Option<(usize, [$v; W / 2])>; G] = [None; G];
                     let mut x = y;
                     for i0 in (0..m).step_by(W).rev() {
                         let n = W.min(m - i0);
-                        for g in 0..lanes / W {
+                        for g in 0..G {
                             let mut r = [$set1(0.0); W];
                             let mut xg = x[g];
                             if n == W && i0 >= stationary && i0 + W < m {
@@ -444,7 +457,28 @@ mod avx512 {
                             }
                             x[g] = xg;
                             $transpose(&mut r);
-                            store_tile(g, i0, n, &r);
+                            if n < W || !split {
+                                // (A partial tile is the last, so the first here: nothing is
+                                // held yet.)
+                                store_tile(g, i0, n, &r);
+                                continue;
+                            }
+                            for (k, v) in r.iter().take(W / 2).enumerate() {
+                                $store(p[g][k].add(i0), *v);
+                            }
+                            if let Some((j0, h)) = held[g] {
+                                for (k, v) in h.iter().enumerate() {
+                                    $store(p[g][W / 2 + k].add(j0), *v);
+                                }
+                            }
+                            held[g] = Some((i0, std::array::from_fn(|k| r[W / 2 + k])));
+                        }
+                    }
+                    for (g, h) in held.iter().enumerate() {
+                        if let Some((j0, h)) = h {
+                            for (k, v) in h.iter().enumerate() {
+                                $store(p[g][W / 2 + k].add(*j0), *v);
+                            }
                         }
                     }
                 }

@@ -207,72 +207,108 @@ impl<T: Real> Thomas<T> {
             .chain((first..width).step_by(cols).map(|c0| (c0, (c0 + cols).min(width))))
             .collect();
         let base = SendPtr(d.as_mut_ptr());
-        blocks.into_par_iter().for_each(|(c0, c1)| {
-            #[cfg(target_arch = "x86_64")]
-            if streamed && (c1 - c0) * size == STREAM_BYTES {
-                // SAFETY: the CPU has AVX-512F and the rows are whole 64-byte lines
-                // (streamable); the block starts on a line; blocks are disjoint and lie in `d`.
-                return unsafe { self.columns_streamed(base, width, c0) };
-            }
-            // SAFETY: each task touches only columns c0..c1 of each row; the ranges of
-            // different tasks are disjoint and all lie inside `d` (m * width elements).
-            unsafe { self.columns(base, width, c0, c1) }
-        });
+        let (full, rest): (Vec<_>, Vec<_>) = blocks.into_iter().partition(|&(c0, c1)| streamed && (c1 - c0) * size == STREAM_BYTES);
+        // Streamed blocks go in runs (up to 8 per task, and at least a task per thread).
+        let run = (full.len() / rayon::current_num_threads()).clamp(1, 8);
+        rayon::join(
+            || {
+                full.par_chunks(run).for_each(|blocks| {
+                    let starts: Vec<usize> = blocks.iter().map(|&(c0, _)| c0).collect();
+                    #[cfg(target_arch = "x86_64")]
+                    // SAFETY: the CPU has AVX-512F and the rows are whole 64-byte lines
+                    // (streamable); the blocks start on a line; blocks are disjoint and lie in `d`.
+                    unsafe {
+                        self.columns_streamed(base, width, &starts)
+                    };
+                    #[cfg(not(target_arch = "x86_64"))]
+                    unreachable!("streamed blocks {starts:?} without AVX-512");
+                })
+            },
+            || {
+                rest.into_par_iter().for_each(|(c0, c1)| {
+                    // SAFETY: each task touches only columns c0..c1 of each row; the ranges of
+                    // different tasks are disjoint and all lie inside `d` (m * width elements).
+                    unsafe { self.columns(base, width, c0, c1) }
+                })
+            },
+        );
     }
 
-    /// Columns `c0..c0 + STREAM_BYTES` of the interleaved systems at `base` by way of a
-    /// contiguous scratch: the forward sweep reads the rows and writes its results to the
-    /// scratch, the backward sweep reads them back from there (a sequential stream, which the
-    /// prefetchers follow in reverse too) and writes the solution to the rows with
-    /// non-temporal stores. Each row is then read and written once, and nothing waits on
-    /// rows coming back in reverse from the L3 cache (rows a power-of-two distance apart
-    /// share a few L2 sets, so a block does not stay in the L2 cache between the sweeps).
+    /// The blocks of columns `c0..c0 + STREAM_BYTES` (`c0` in `starts`) of the interleaved
+    /// systems at `base`, by way of a contiguous scratch: the forward sweep reads the rows and
+    /// writes its results to the scratch, the backward sweep reads them back from there (a
+    /// sequential stream, which the prefetchers follow in reverse too) and writes the solution
+    /// to the rows with non-temporal stores. Each row is then read and written once, and
+    /// nothing waits on rows coming back in reverse from the L3 cache (rows a power-of-two
+    /// distance apart share a few L2 sets, so a block does not stay in the L2 cache between
+    /// the sweeps). A block's forward sweep runs beside the previous block's backward sweep.
     /// The same operations as [`Thomas::columns`].
     ///
     /// # Safety
     /// The CPU has AVX-512F; `base` holds `m * width` elements, rows a multiple of 64 bytes
-    /// long; column `c0` of row 0 starts a 64-byte line (and so of every row), columns
-    /// `c0..c0 + STREAM_BYTES` lie in the rows, and no other thread touches them.
+    /// long; each `c0` starts a 64-byte line in row 0 (and so in every row), the blocks are
+    /// disjoint and lie in the rows, and no other thread touches them.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f")]
-    unsafe fn columns_streamed(&self, base: SendPtr<T>, width: usize, c0: usize) {
+    unsafe fn columns_streamed(&self, base: SendPtr<T>, width: usize, starts: &[usize]) {
         use std::arch::x86_64::{__m512i, _mm_sfence, _mm512_loadu_si512, _mm512_stream_si512};
         const BYTES: usize = STREAM_BYTES;
         let (m, cols) = (self.m, BYTES / std::mem::size_of::<T>());
-        with_scratch::<T, _>(m * cols, |scratch| {
-            // SAFETY (whole body): rows i < m of the block lie in `d` (the caller's promise),
-            // and rows i < m of `scratch` (m * cols elements, `with_scratch`).
+        with_scratch::<T, _>(2 * m * cols, |scratch| {
+            // SAFETY (whole body): rows i < m of the blocks lie in `d` (the caller's promise),
+            // and rows i < m of both halves of `scratch` (2 m cols elements, `with_scratch`).
             unsafe {
-                let row = |i: usize| std::slice::from_raw_parts(base.get().add(i * width + c0), cols);
-                let tmp = |i: usize| std::slice::from_raw_parts_mut(scratch.add(i * cols), cols);
-                let inv0 = self.inv[0];
-                for (y, d) in tmp(0).iter_mut().zip(row(0)) {
-                    *y = *d * inv0;
-                }
-                for i in 1..m {
+                let row = |c0: usize, i: usize| std::slice::from_raw_parts(base.get().add(i * width + c0), cols);
+                let tmp = |half: usize, i: usize| std::slice::from_raw_parts_mut(scratch.add((half * m + i) * cols), cols);
+                let forward = |c0: usize, half: usize, i: usize| {
+                    if i == 0 {
+                        let inv0 = self.inv[0];
+                        for (y, d) in tmp(half, 0).iter_mut().zip(row(c0, 0)) {
+                            *y = *d * inv0;
+                        }
+                        return;
+                    }
                     if i + PREFETCH_ROWS < m {
                         prefetch(base.get().add((i + PREFETCH_ROWS) * width + c0), cols);
                     }
                     let (l, inv, _) = self.at(i);
-                    let (prev, cur) = (tmp(i - 1), tmp(i));
-                    for ((y, d), p) in cur.iter_mut().zip(row(i)).zip(prev.iter()) {
+                    let (prev, cur) = (tmp(half, i - 1), tmp(half, i));
+                    for ((y, d), p) in cur.iter_mut().zip(row(c0, i)).zip(prev.iter()) {
                         *y = (*d - l * *p) * inv;
                     }
-                }
-                let put = |i: usize| {
-                    let (from, to) = (scratch.add(i * cols) as *const __m512i, base.get().add(i * width + c0) as *mut __m512i);
+                };
+                // The backward sweep keeps the latest row of the solution in `x`, so that the
+                // scratch is read back once and not written again.
+                let backward = |c0: usize, half: usize, i: usize, x: &mut [T]| {
+                    if i + 1 == m {
+                        x.copy_from_slice(tmp(half, i));
+                    } else {
+                        let (_, _, u) = self.at(i);
+                        for (x, y) in x.iter_mut().zip(tmp(half, i).iter()) {
+                            *x = *y - u * *x;
+                        }
+                    }
+                    let (from, to) = (x.as_ptr() as *const __m512i, base.get().add(i * width + c0) as *mut __m512i);
                     for k in 0..BYTES / 64 {
                         _mm512_stream_si512(to.add(k), _mm512_loadu_si512(from.add(k)));
                     }
                 };
-                put(m - 1);
-                for i in (0..m - 1).rev() {
-                    let (_, _, u) = self.at(i);
-                    let (cur, next) = (tmp(i), tmp(i + 1));
-                    for (x, n) in cur.iter_mut().zip(next.iter()) {
-                        *x = *x - u * *n;
+                let mut latest = [T::zero(); BYTES / 4];
+                let x = &mut latest[..cols];
+                // Block j's forward sweep runs row by row beside block j - 1's backward sweep
+                // (each in its half of the scratch): the reads of the one and the non-temporal
+                // writes of the other are in flight together.
+                for j in 0..=starts.len() {
+                    let ahead = starts.get(j).map(|&c0| (c0, j % 2));
+                    let behind = j.checked_sub(1).map(|k| (starts[k], k % 2));
+                    for i in 0..m {
+                        if let Some((c0, half)) = ahead {
+                            forward(c0, half, i);
+                        }
+                        if let Some((c0, half)) = behind {
+                            backward(c0, half, m - 1 - i, x);
+                        }
                     }
-                    put(i);
                 }
                 // Non-temporal stores are weakly ordered: complete them before the task ends.
                 _mm_sfence();
@@ -1061,12 +1097,28 @@ mod tests {
                 eprintln!("streamed_interleaved_blocks_match_single_solves: no AVX-512 on this CPU; not run");
                 return;
             }
+            let solved = |d: &[T], columns: std::ops::Range<usize>| {
+                for s in columns {
+                    let mut col: Vec<T> = (0..m).map(|i| x[i * width + s]).collect();
+                    t.solve(&mut col);
+                    assert!((0..m).all(|i| col[i].f64().to_bits() == d[i * width + s].f64().to_bits()), "system {s}, offset {skip}");
+                }
+            };
             t.interleaved(d, width, true);
-            for s in 0..width {
-                let mut col: Vec<T> = (0..m).map(|i| x[i * width + s]).collect();
-                t.solve(&mut col);
-                assert!((0..m).all(|i| col[i].f64().to_bits() == d[i * width + s].f64().to_bits()), "system {s}, offset {skip}");
-            }
+            solved(d, 0..width);
+            // All whole blocks in one run, whatever the thread count: each block's forward
+            // sweep beside the previous one's backward sweep.
+            d.copy_from_slice(&x);
+            let (first, cols) = ((64 - d.as_ptr() as usize % 64) % 64 / std::mem::size_of::<T>(), STREAM_BYTES / std::mem::size_of::<T>());
+            let starts: Vec<usize> = (first..width + 1 - cols).step_by(cols).collect();
+            assert!(starts.len() >= 2);
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: the CPU has AVX-512F and the rows are whole lines (streamable); the
+            // blocks start on lines and lie in `d`.
+            unsafe {
+                t.columns_streamed(SendPtr(d.as_mut_ptr()), width, &starts)
+            };
+            solved(d, first..starts[starts.len() - 1] + cols);
         }
     }
 

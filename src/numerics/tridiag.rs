@@ -182,10 +182,12 @@ impl<T: Real> Thomas<T> {
     /// Solve `width` systems stored interleaved, in place: unknown `i` of system `s` at
     /// `d[i * width + s]`, the layout of the columns of a row-major grid. The sweeps run
     /// along the rows, vectorised across systems, in column blocks, in parallel over blocks;
-    /// systems larger than the L3 cache by way of a scratch ([`Thomas::columns_streamed`])
-    /// where the CPU and the layout allow.
+    /// batches larger than a third of the L3 cache by way of a scratch
+    /// ([`Thomas::columns_streamed`]) where the CPU and the layout allow. (An ADI step's two
+    /// grids of such a batch outgrow the L3 cache; smaller ones stay in it for the next half
+    /// step, which the streamed path's non-temporal stores would write out to memory.)
     pub fn solve_interleaved(&self, d: &mut [T], width: usize) {
-        let streamed = streamable(d, width) && std::mem::size_of_val(d) > crate::cpu::l3_bytes();
+        let streamed = streamable(d, width) && std::mem::size_of_val(d) > crate::cpu::l3_bytes() / 3;
         self.interleaved(d, width, streamed);
     }
 

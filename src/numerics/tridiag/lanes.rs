@@ -360,7 +360,7 @@ mod avx512 {
             pub(super) unsafe fn $name<const G: usize>(t: &Thomas<$t>, p: &[[*mut $t; $w]; G], s: *mut $t) {
                 const W: usize = $w;
                 let m = t.m;
-                // Rows i0..i0 + n of the systems g * W.. into the tile (rows of each system),
+                // Rows i0..i0 + n of the systems of vector g into the tile (rows of each system),
                 // zero-padded past n.
                 let load_tile = |g: usize, i0: usize, n: usize| -> [$v; W] {
                     // SAFETY (both closures): rows i0..i0 + n exist in every system (the

@@ -498,9 +498,9 @@ fn with_scratch<T, R>(len: usize, f: impl FnOnce(*mut T) -> R) -> R {
 
 /// Whether [`Thomas::columns_streamed`] can solve `d` (rows `width` long): the CPU has
 /// AVX-512 (non-temporal stores of whole lines) and the rows are a whole number of 64-byte
-/// lines long. [`Thomas::solve_interleaved`] takes it for systems larger than the L3 cache,
-/// whose solution would leave the caches anyway: non-temporal stores then save reading each
-/// line before it is written.
+/// lines long. [`Thomas::solve_interleaved`] takes it for batches larger than a third of the
+/// L3 cache, whose solution would leave the caches anyway: non-temporal stores then save
+/// reading each line before it is written.
 fn streamable<T>(d: &[T], width: usize) -> bool {
     let size = std::mem::size_of::<T>();
     crate::cpu::Simd::detect() == crate::cpu::Simd::Avx512

@@ -29,15 +29,6 @@ pub fn zeroed_huge<T: Real>(len: usize) -> Vec<T> {
     v
 }
 
-/// A copy of `v` in memory advised as [`zeroed_huge`]'s.
-pub fn copy_huge<T: Clone>(v: &[T]) -> Vec<T> {
-    // Reserved, not yet touched: the copy faults the pages in after the advice.
-    let mut c = Vec::with_capacity(v.len());
-    advise_huge(c.as_ptr() as usize, std::mem::size_of_val(v));
-    c.extend_from_slice(v);
-    c
-}
-
 #[cfg(target_os = "linux")]
 fn advise_huge(addr: usize, bytes: usize) {
     const HUGE: usize = 2 << 20;
@@ -81,11 +72,26 @@ impl<T> std::ops::DerefMut for Padded<T> {
     }
 }
 
-impl<T: Real> Clone for Padded<T> {
+/// A copy at the same offset modulo 4 KiB, in memory advised as [`zeroed_huge`]'s.
+impl<T: Clone> Clone for Padded<T> {
     fn clone(&self) -> Self {
-        let mut c = Padded::zeros(self.len, self.slot);
-        c.copy_from_slice(self);
-        c
+        let size = std::mem::size_of::<T>().max(1);
+        let mut buf = Vec::with_capacity(self.len + ALIAS_PERIOD / size);
+        advise_huge(buf.as_ptr() as usize, buf.capacity() * size);
+        let target = (self.slot * SLOT_BYTES) % ALIAS_PERIOD;
+        let off = ((target + ALIAS_PERIOD - buf.as_ptr() as usize % ALIAS_PERIOD) % ALIAS_PERIOD) / size;
+        // The padding before the data holds copies of its first value (`T` need not have a zero).
+        if let Some(first) = self.first() {
+            buf.extend(std::iter::repeat_n(first.clone(), off));
+        }
+        buf.extend_from_slice(self);
+        Padded { buf, off, len: self.len, slot: self.slot }
+    }
+}
+
+impl<T: PartialEq> PartialEq for Padded<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self[..] == other[..]
     }
 }
 

@@ -177,7 +177,7 @@ struct DevState<T> {
 
 impl<T: Real> DevState<T> {
     fn upload(stream: &Arc<CudaStream>, s: &State<T>) -> Result<Self> {
-        let up = |f: &Field<T>| stream.clone_htod(&f.v).map_err(driver_err("upload"));
+        let up = |f: &Field<T>| stream.clone_htod(&f.v[..]).map_err(driver_err("upload"));
         Ok(DevState { eta: up(&s.eta)?, hu: up(&s.hu)?, hv: up(&s.hv)? })
     }
 
@@ -188,7 +188,7 @@ impl<T: Real> DevState<T> {
             if f.v.len() != d.len() {
                 return Err(SimError::Run(format!("restoring {} values into a device array of {}", f.v.len(), d.len())));
             }
-            stream.memcpy_htod(&f.v, d).map_err(&e)?;
+            stream.memcpy_htod(&f.v[..], d).map_err(&e)?;
         }
         Ok(())
     }
@@ -196,9 +196,9 @@ impl<T: Real> DevState<T> {
     /// Copy this level into the host state `s` (of the same shapes).
     fn read(&self, stream: &Arc<CudaStream>, s: &mut State<T>) -> Result<()> {
         let e = driver_err("download");
-        stream.memcpy_dtoh(&self.eta, &mut s.eta.v).map_err(&e)?;
-        stream.memcpy_dtoh(&self.hu, &mut s.hu.v).map_err(&e)?;
-        stream.memcpy_dtoh(&self.hv, &mut s.hv.v).map_err(&e)
+        stream.memcpy_dtoh(&self.eta, &mut s.eta.v[..]).map_err(&e)?;
+        stream.memcpy_dtoh(&self.hu, &mut s.hu.v[..]).map_err(&e)?;
+        stream.memcpy_dtoh(&self.hv, &mut s.hv.v[..]).map_err(&e)
     }
 
     fn copy_from(&mut self, stream: &Arc<CudaStream>, from: &DevState<T>) -> Result<()> {
@@ -287,7 +287,7 @@ impl<T: Real> Fd<T> {
             }
         }
         Ok(Fd {
-            h: stream.clone_htod(&h.v).map_err(driver_err("upload"))?,
+            h: stream.clone_htod(&h.v[..]).map_err(driver_err("upload"))?,
             exterior: exterior.map(|e| DevState::upload(&stream, e)).transpose()?,
             step,
             cfg: LaunchConfig { grid_dim, block_dim: (bx, by, 1), shared_mem_bytes },

@@ -454,7 +454,7 @@ impl<T: Real> Scheme<T> for FvCuda<T> {
     fn fetch(&mut self) -> Result<()> {
         let e = driver_err("download");
         for (d, f) in self.bufs[self.sets.state].iter().zip(self.staging.iter_mut()) {
-            self.stream.memcpy_dtoh(d, &mut f.v).map_err(&e)?;
+            self.stream.memcpy_dtoh(d, &mut f.v[..]).map_err(&e)?;
         }
         Ok(())
     }
@@ -468,7 +468,7 @@ impl<T: Real> Scheme<T> for FvCuda<T> {
     fn restored(&mut self) -> Result<()> {
         let e = driver_err("upload");
         for (f, d) in self.staging.iter().zip(self.bufs[self.sets.state].iter_mut()) {
-            self.stream.memcpy_htod(&f.v, d).map_err(&e)?;
+            self.stream.memcpy_htod(&f.v[..], d).map_err(&e)?;
         }
         Ok(())
     }

@@ -1,6 +1,9 @@
 //! What every shallow-water scheme shares: the physical parameters, the boundary sides, and
 //! the row-major arrays with ghost layers that hold the fields.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::padded::Padded;
 use crate::real::Real;
 use crate::solver::{Location, Place};
 
@@ -114,23 +117,20 @@ impl Physics {
 
 /// A row-major array with its ghost layers: `width` values per row, `height` rows, row 0 the
 /// southernmost (spec §2: index 0 is the outermost ghost).
-#[derive(Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Field<T> {
     pub width: usize,
     pub height: usize,
-    pub v: Vec<T>,
-}
-
-/// A copy in memory advised for huge pages, as [`Field::zeros`] allocates.
-impl<T: Clone> Clone for Field<T> {
-    fn clone(&self) -> Self {
-        Field { width: self.width, height: self.height, v: crate::padded::copy_huge(&self.v) }
-    }
+    pub v: Padded<T>,
 }
 
 impl<T: Real> Field<T> {
     pub fn zeros(width: usize, height: usize) -> Self {
-        Field { width, height, v: crate::padded::zeroed_huge(width * height) }
+        // Each new field starts one slot further on modulo 4 KiB than the one before, so that the
+        // rows a kernel streams together from several fields fall in different L1 sets.
+        static SLOT: AtomicUsize = AtomicUsize::new(0);
+        let slot = SLOT.fetch_add(1, Ordering::Relaxed);
+        Field { width, height, v: Padded::zeros(width * height, slot) }
     }
 
     /// The array of `place` on the cell grid of `p`, filled by `f(x, y, i, j)`: the position in

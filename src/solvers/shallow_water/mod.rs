@@ -558,7 +558,7 @@ impl<T: Real> Solver for ShallowWater<T> {
         let mesh = self.mesh();
         let arrays = self.scheme.arrays().into_iter();
         let whole: Vec<_> = match &self.ranks {
-            None => arrays.map(|(name, place, f)| Some((name, place, f.v))).collect(),
+            None => arrays.map(|(name, place, f)| Some((name, place, f.v.to_vec()))).collect(),
             Some(r) => arrays.map(|(name, place, f)| r.gather(place, &f.v).map(|v| (name, place, v))).collect(),
         };
         whole.into_iter().flatten().map(|(name, place, v)| StateArray::field(name, place, &mesh, T::wrap(v))).collect()
@@ -576,10 +576,10 @@ impl<T: Real> Solver for ShallowWater<T> {
         let mesh = self.mesh();
         for (name, place, field) in self.scheme.arrays_mut() {
             let whole = take_array::<T>(&mut arrays, name, &shape_of(place, &mesh))?;
-            field.v = match &self.ranks {
-                Some(r) => r.cut(place, &whole),
-                None => whole,
-            };
+            match &self.ranks {
+                Some(r) => field.v.copy_from_slice(&r.cut(place, &whole)),
+                None => field.v.copy_from_slice(&whole),
+            }
         }
         self.scheme.restored()?;
         self.step = step;

@@ -133,11 +133,24 @@ pub fn bench(o: &BenchOptions) -> Result<serde_json::Value> {
         v["copy"] = serde_json::json!({
             "elements": copy_elements, "iterations": copy.0, "time_per_step_s": copy.1, "bw_GBps": copy_bw
         });
+        // PEAK beside a solver that counts its flops, on the CPU (a device's is not measured).
+        let counted = solver.as_ref().is_some_and(|s| s.flops_per_step().is_some());
+        let mut peak = None;
+        if counted && matches!(device, Device::Cpu(_)) {
+            let (calls, t, flops) = match o.precision {
+                Precision::F32 => crate::peak::measure::<f32>(o.seconds),
+                Precision::F64 => crate::peak::measure::<f64>(o.seconds),
+            };
+            let gflops = flops / t / 1e9;
+            v["peak"] = serde_json::json!({ "iterations": calls, "time_per_call_s": t, "gflops": gflops });
+            peak = Some(gflops);
+        }
+        let bounds = Bounds { copy_bw, peak };
         if let Some(mut s) = solver {
             v["kernel"] = if o.power {
-                with_power(s.as_mut(), o, &device, copy_bw)?
+                with_power(s.as_mut(), o, &device, &bounds)?
             } else {
-                kernel_figures(s.as_mut(), o, &device, copy_bw)?
+                kernel_figures(s.as_mut(), o, &device, &bounds)?
             };
         }
         Ok(v)
@@ -187,8 +200,18 @@ fn header(o: &BenchOptions, device: &Device, elements: usize, s: Option<&dyn Sol
     v
 }
 
-/// Time the solver's steps: BW_e from its `bytes_per_step`, Mcells/s, and RDP on clouds.
-fn kernel_figures(s: &mut dyn Solver, o: &BenchOptions, device: &Device, copy_bw: f64) -> Result<serde_json::Value> {
+/// What the same run measured to set a solver against: COPY's bandwidth (GB/s) and, for a
+/// solver that counts its flops, PEAK (Gflop/s).
+struct Bounds {
+    copy_bw: f64,
+    peak: Option<f64>,
+}
+
+/// Time the solver's steps: BW_e from its `bytes_per_step`, Mcells/s, RDP on clouds, and the
+/// flop rate where the solver counts its flops: against PEAK, with the bound that applies
+/// (compute where its flops per byte exceed PEAK's per byte of COPY).
+fn kernel_figures(s: &mut dyn Solver, o: &BenchOptions, device: &Device, bounds: &Bounds) -> Result<serde_json::Value> {
+    let copy_bw = bounds.copy_bw;
     let (iters, t) = time_steps(s, o.seconds, device)?;
     let n = s.mesh().len() as f64;
     let bytes = s.bytes_per_step();
@@ -202,6 +225,16 @@ fn kernel_figures(s: &mut dyn Solver, o: &BenchOptions, device: &Device, copy_bw
         "fraction_of_copy": bw / copy_bw,
         "timing": if matches!(device, Device::Cuda(..)) { "cuda events" } else { "wall clock" },
     });
+    if let Some(flops) = s.flops_per_step() {
+        let gflops = flops / t / 1e9;
+        k["flops_per_cell"] = (flops / n).into();
+        k["flop_per_byte"] = (flops / bytes).into();
+        k["gflops"] = gflops.into();
+        if let Some(peak) = bounds.peak {
+            k["fraction_of_peak"] = (gflops / peak).into();
+            k["bound"] = if flops / bytes > peak / copy_bw { "compute" } else { "bandwidth" }.into();
+        }
+    }
     if matches!(s.mesh(), Mesh::Points(_)) {
         k["rdp_s"] = (t / n).into();
         // The order the points were held in, and each phase's share of the time.
@@ -217,18 +250,18 @@ fn kernel_figures(s: &mut dyn Solver, o: &BenchOptions, device: &Device, copy_bw
 
 /// [`kernel_figures`] with the GPU's power sampled around them (spec `shallow_water.md` §12):
 /// mean and idle power, and megacells per joule of the whole draw and of the draw above idle.
-fn with_power(s: &mut dyn Solver, o: &BenchOptions, device: &Device, copy_bw: f64) -> Result<serde_json::Value> {
+fn with_power(s: &mut dyn Solver, o: &BenchOptions, device: &Device, bounds: &Bounds) -> Result<serde_json::Value> {
     let sampler = match crate::power::Sampler::start() {
         Ok(sampler) => sampler,
         Err(why) => {
-            let mut k = kernel_figures(s, o, device, copy_bw)?;
+            let mut k = kernel_figures(s, o, device, bounds)?;
             k["power"] = serde_json::json!({ "measured": false, "note": why });
             return Ok(k);
         }
     };
     std::thread::sleep(crate::power::IDLE);
     let from = Instant::now();
-    let mut k = kernel_figures(s, o, device, copy_bw)?;
+    let mut k = kernel_figures(s, o, device, bounds)?;
     let to = Instant::now();
     std::thread::sleep(crate::power::IDLE);
     k["power"] = match sampler.finish(from, to) {
@@ -420,6 +453,9 @@ pub fn text(v: &serde_json::Value) -> String {
         f(&v["copy"]["bw_GBps"]),
         v["copy"]["elements"],
     );
+    if let Some(gflops) = v["peak"]["gflops"].as_f64() {
+        s += &format!("  PEAK:   {:>9.3e} s/call  {gflops:>8.2} Gflop/s (adds and multiplies)\n", f(&v["peak"]["time_per_call_s"]));
+    }
     if let Some(k) = v.get("kernel") {
         s += &format!(
             "  {:<7} {:>9.3e} s/step  {:>8.2} GB/s (BW_e)  {:.1} Mcells/s  {:.1}% of COPY ({})\n",
@@ -430,6 +466,18 @@ pub fn text(v: &serde_json::Value) -> String {
             100.0 * f(&k["fraction_of_copy"]),
             k["timing"].as_str().unwrap_or("?"),
         );
+        if let Some(gflops) = k["gflops"].as_f64() {
+            s += &format!(
+                "  flops:   {gflops:.2} Gflop/s ({:.0} flop per cell counted, {:.1} flop/B)",
+                f(&k["flops_per_cell"]),
+                f(&k["flop_per_byte"])
+            );
+            if let (Some(fraction), Some(bound)) = (k["fraction_of_peak"].as_f64(), k["bound"].as_str()) {
+                let balance = f(&v["peak"]["gflops"]) / f(&v["copy"]["bw_GBps"]);
+                s += &format!("  {:.1}% of PEAK; PEAK / COPY = {balance:.1} flop/B: {bound}-bound", 100.0 * fraction);
+            }
+            s += "\n";
+        }
         if k["power"]["measured"] == true {
             let p = &k["power"];
             s += &format!(

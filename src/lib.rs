@@ -20,6 +20,7 @@ pub mod mesh;
 pub mod numerics;
 pub mod padded;
 pub mod parallel;
+pub mod peak;
 pub mod power;
 pub mod real;
 pub mod run;

@@ -326,6 +326,11 @@ pub trait Solver: Send {
     fn report(&self) -> serde_json::Map<String, serde_json::Value>;
     /// Bytes that must move per step in an ideal implementation, for BW_e.
     fn bytes_per_step(&self) -> f64;
+    /// Floating-point operations per step, counted from the code, for a solver whose
+    /// arithmetic outweighs its traffic: `sim bench` sets its flop rate against PEAK.
+    fn flops_per_step(&self) -> Option<f64> {
+        None
+    }
     /// Steady-state solvers: true once converged; checked after every guard check. Called
     /// between syncs: must not read the fields.
     fn converged(&self) -> bool {

@@ -228,6 +228,32 @@ fn check_info_and_bench_report() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// The finite-volume schemes count their flops: the bench measures PEAK beside COPY and
+/// names the bound that applies; FBL does not count them and gets neither.
+#[test]
+fn bench_sets_counted_flops_against_peak() {
+    let dir = scratch("bench_peak");
+    let args = ["bench", "shallow_water", "--size", "64", "--seconds", "0.01", "--precision", "f32", "--json"];
+    let o = ok(sim(&dir, &[&args[..], &["--scheme", "kp07"]].concat()));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let (k, f) = (&v["kernel"], |x: &serde_json::Value| x.as_f64().unwrap());
+    let (peak, copy) = (f(&v["peak"]["gflops"]), f(&v["copy"]["bw_GBps"]));
+    assert!(peak > 0.0, "{v}");
+    // Two Heun stages of 274 flops per cell, over 22 floats of 4 bytes.
+    assert_eq!(f(&k["flops_per_cell"]), 548.0, "{v}");
+    assert!((f(&k["flop_per_byte"]) - 548.0 / 88.0).abs() < 1e-12, "{v}");
+    assert!((f(&k["gflops"]) - 548.0 * f(&k["mcells_per_s"]) / 1e3).abs() <= 1e-9 * f(&k["gflops"]), "{v}");
+    assert!((f(&k["fraction_of_peak"]) - f(&k["gflops"]) / peak).abs() < 1e-12, "{v}");
+    let bound = if 548.0 / 88.0 > peak / copy { "compute" } else { "bandwidth" };
+    assert_eq!(k["bound"], bound, "{v}");
+    let text = String::from_utf8_lossy(&ok(sim(&dir, &[&args[..args.len() - 1], &["--scheme", "cdklm16"]].concat())).stdout).to_string();
+    assert!(text.contains("PEAK:") && text.contains("546 flop per cell counted") && text.contains("-bound"), "{text}");
+    let o = ok(sim(&dir, &[&args[..], &["--scheme", "fbl"]].concat()));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["peak"].is_null() && v["kernel"]["gflops"].is_null(), "{v}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 #[test]
 fn bench_tridiag_reports_both_layouts_and_spike() {
     let dir = scratch("bench_tridiag");

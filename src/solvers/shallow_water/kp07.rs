@@ -349,11 +349,12 @@ mod tests {
     /// Throughput at 2048² (as CDKLM16's). Per cell and step, counted by
     /// hand (add, mul, div, sqrt, min, max): two stages of about 66 (y reconstruction and
     /// source) + 51 (y flux) + 53 (x reconstruction) + 57 (x flux) + 37 (L) + 10 (stage
-    /// update) flops; traffic as CDKLM16 (88 B).
+    /// update) = 274 flops (`SchemeName::flops_per_cell_stage`); traffic as CDKLM16 (88 B).
     #[test]
     #[ignore]
     fn throughput() {
-        let bytes = 4.0 * super::super::params::SchemeName::Kp07.floats_per_cell();
-        testing::throughput("KP07", 2048, 5, 2.0 * 274.0, bytes, make);
+        let name = super::super::params::SchemeName::Kp07;
+        let flops = 2.0 * name.flops_per_cell_stage().unwrap();
+        testing::throughput("KP07", 2048, 5, flops, 4.0 * name.floats_per_cell(), make);
     }
 }

@@ -633,6 +633,11 @@ impl<T: Real> Solver for ShallowWater<T> {
     fn bytes_per_step(&self) -> f64 {
         self.params.scheme.floats_per_cell() * self.grid.nodes() as f64 * T::PRECISION.bytes() as f64
     }
+
+    fn flops_per_step(&self) -> Option<f64> {
+        let stages = self.params.time_integration.stages().len() as f64;
+        self.params.scheme.flops_per_cell_stage().map(|f| f * stages * self.grid.nodes() as f64)
+    }
 }
 
 /// `dv/dx - du/dy` at the cells `block` owns, `u` and `v` stored on it: central differences,

@@ -95,6 +95,17 @@ impl SchemeName {
             SchemeName::Cdklm16 | SchemeName::Kp07 => 22.0,
         }
     }
+    /// Floating-point operations per cell and Runge-Kutta stage of the finite-volume schemes,
+    /// counted by hand from their code (adds, multiplies, divisions, square roots, minima and
+    /// maxima; the sums are in the `throughput` tests of `cdklm16.rs` and `kp07.rs`). FBL and
+    /// CTCS are bound by their traffic instead.
+    pub fn flops_per_cell_stage(self) -> Option<f64> {
+        match self {
+            SchemeName::Cdklm16 => Some(273.0),
+            SchemeName::Kp07 => Some(274.0),
+            SchemeName::Fbl | SchemeName::Ctcs => None,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Default, Serialize, Deserialize)]

@@ -1,0 +1,94 @@
+//! PEAK: the adds and multiplies per second this CPU sustains, measured like COPY (same run,
+//! same threads, the solvers' precision and vector width), so that a solver bound by its
+//! arithmetic has a measured bound beside its flop rate, as one bound by memory has COPY.
+
+use std::hint::black_box;
+
+use crate::real::Real;
+
+/// Vector registers of independent accumulators per thread: enough to cover the latency of a
+/// multiply and then an add on every floating-point pipe, few enough to stay in registers.
+const VECTORS: usize = 16;
+/// Updates of every accumulator per call (about 0.1 ms at 4 GHz with 16 f32 lanes).
+const REPS: usize = 1 << 16;
+
+/// PEAK on every thread of the current pool at once: (calls, seconds per call, flops per call).
+pub fn measure<T: Real>(seconds: f64) -> (u64, f64, f64) {
+    let threads = rayon::current_num_threads();
+    let lanes = lanes::<T>();
+    let (calls, t) = crate::bench::time_loop(seconds, || {
+        rayon::broadcast(|_| black_box(accumulate::<T>()));
+    });
+    (calls, t, (threads * VECTORS * lanes * REPS * 2) as f64)
+}
+
+/// Elements per vector register in the code [`accumulate`] runs.
+fn lanes<T>() -> usize {
+    let bytes = match () {
+        #[cfg(target_arch = "x86_64")]
+        _ if std::arch::is_x86_feature_detected!("avx512f") => 64,
+        #[cfg(target_arch = "x86_64")]
+        _ if std::arch::is_x86_feature_detected!("avx2") => 32,
+        _ => 16,
+    };
+    bytes / std::mem::size_of::<T>()
+}
+
+/// One call's updates in the widest vector code the CPU has (as the finite-volume bands).
+fn accumulate<T: Real>() -> T {
+    let four = std::mem::size_of::<T>() == 4;
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512f") {
+        // SAFETY: the CPU supports AVX-512F (checked just above).
+        return unsafe { if four { avx512::<T, { VECTORS * 16 }>() } else { avx512::<T, { VECTORS * 8 }>() } };
+    }
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports AVX2 (checked just above).
+        return unsafe { if four { avx2::<T, { VECTORS * 8 }>() } else { avx2::<T, { VECTORS * 4 }>() } };
+    }
+    if four { updates::<T, { VECTORS * 4 }>() } else { updates::<T, { VECTORS * 2 }>() }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn avx512<T: Real, const N: usize>() -> T {
+    updates::<T, N>()
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn avx2<T: Real, const N: usize>() -> T {
+    updates::<T, N>()
+}
+
+/// `a = a * m + c` on `N` independent accumulators, `REPS` times: one multiply and one add
+/// each (Rust contracts no multiply-adds), converging to `c / (1 - m)`, so no value overflows
+/// or becomes subnormal.
+#[inline(always)]
+fn updates<T: Real, const N: usize>() -> T {
+    let mut acc = [T::zero(); N];
+    for (k, a) in acc.iter_mut().enumerate() {
+        *a = T::of(k as f64 / N as f64);
+    }
+    let (m, c) = (black_box(T::of(0.5)), black_box(T::of(0.25)));
+    for _ in 0..REPS {
+        for a in &mut acc {
+            *a = *a * m + c;
+        }
+    }
+    acc.iter().fold(T::zero(), |s, &a| s + a)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The accumulators converge to `c / (1 - m) = 0.5`: the loop ran its updates.
+    #[test]
+    fn accumulators_converge() {
+        let n = (VECTORS * lanes::<f32>()) as f32;
+        assert_eq!(accumulate::<f32>(), 0.5 * n);
+        assert_eq!(accumulate::<f64>(), 0.5 * (VECTORS * lanes::<f64>()) as f64);
+    }
+}

@@ -52,11 +52,15 @@ impl<T: Real> Padded<T> {
     pub fn zeros(len: usize, slot: usize) -> Self {
         let size = std::mem::size_of::<T>();
         let buf = zeroed_huge(len + ALIAS_PERIOD / size);
-        let addr = buf.as_ptr() as usize;
-        let target = (slot * SLOT_BYTES) % ALIAS_PERIOD;
-        let off = ((target + ALIAS_PERIOD - addr % ALIAS_PERIOD) % ALIAS_PERIOD) / size;
+        let off = first_at(buf.as_ptr() as usize, slot, size);
         Padded { buf, off, len, slot }
     }
+}
+
+/// The first element at `slot`'s offset modulo 4 KiB of a buffer at `addr`.
+fn first_at(addr: usize, slot: usize, size: usize) -> usize {
+    let target = (slot * SLOT_BYTES) % ALIAS_PERIOD;
+    ((target + ALIAS_PERIOD - addr % ALIAS_PERIOD) % ALIAS_PERIOD) / size
 }
 
 impl<T> std::ops::Deref for Padded<T> {
@@ -78,12 +82,15 @@ impl<T: Clone> Clone for Padded<T> {
         let size = std::mem::size_of::<T>().max(1);
         let mut buf = Vec::with_capacity(self.len + ALIAS_PERIOD / size);
         advise_huge(buf.as_ptr() as usize, buf.capacity() * size);
-        let target = (self.slot * SLOT_BYTES) % ALIAS_PERIOD;
-        let off = ((target + ALIAS_PERIOD - buf.as_ptr() as usize % ALIAS_PERIOD) % ALIAS_PERIOD) / size;
         // The padding before the data holds copies of its first value (`T` need not have a zero).
-        if let Some(first) = self.first() {
-            buf.extend(std::iter::repeat_n(first.clone(), off));
-        }
+        let off = match self.first() {
+            Some(first) => {
+                let off = first_at(buf.as_ptr() as usize, self.slot, size);
+                buf.extend(std::iter::repeat_n(first.clone(), off));
+                off
+            }
+            None => 0,
+        };
         buf.extend_from_slice(self);
         Padded { buf, off, len: self.len, slot: self.slot }
     }
@@ -98,5 +105,26 @@ impl<T: PartialEq> PartialEq for Padded<T> {
 impl<T: std::fmt::Debug> std::fmt::Debug for Padded<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Padded").field("len", &self.len).field("off", &self.off).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Arrays start at their slot's offset modulo 4 KiB, and so do their copies.
+    #[test]
+    fn arrays_and_copies_start_at_their_slot() {
+        for slot in [0, 1, 5, 9] {
+            let mut a = Padded::<f32>::zeros(1000, slot);
+            a.iter_mut().enumerate().for_each(|(k, x)| *x = k as f32);
+            let b = a.clone();
+            for p in [&a, &b] {
+                assert_eq!(p.as_ptr() as usize % ALIAS_PERIOD, slot * SLOT_BYTES % ALIAS_PERIOD);
+            }
+            assert!(a == b && b.len() == 1000 && b[999] == 999.0);
+        }
+        let empty = Padded::<f64>::zeros(0, 3);
+        assert!(empty.clone().is_empty());
     }
 }

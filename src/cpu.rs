@@ -108,21 +108,25 @@ impl CpuOptions {
 impl TemporalBlock {
     /// The tiling of rows `nx` wide with `node_bytes` per node and level (all fields of a
     /// level), for steps of `levels_per_step` levels, run on `threads` threads; None when off.
-    /// One band per thread; `auto` takes as many levels per sweep as rows of a band fit in one
-    /// core's L2 cache (a sweep keeps about that many rows of each of the two level buffers in
-    /// flight, the older ones in L3), between 8 and 32 steps: on a 1 MiB L2, 32 for heat2d's
-    /// 4096-wide rows of f64 on one or two threads.
+    /// One band whose levels the threads share as a pipeline, or one band per thread where a
+    /// sweep has fewer than two levels per thread. `auto` takes as many levels per sweep as
+    /// rows fit in the L2 caches of the threads (a sweep keeps about that many rows of each
+    /// of the two level buffers in flight, the older ones in L3), between 8 and 32 steps: on
+    /// a 1 MiB L2, 32 for heat2d's 4096-wide rows of f64 on two threads.
     pub fn tiling(self, nx: usize, node_bytes: usize, levels_per_step: usize, threads: usize) -> Option<Tiling> {
-        let bands = threads.max(1);
+        let threads = threads.max(1);
         let steps = match self {
             TemporalBlock::Off => return None,
             TemporalBlock::Steps(k) => k,
             TemporalBlock::Auto => {
-                let rows = l2_bytes() / ((nx / bands).max(1) * node_bytes);
+                let rows = threads * l2_bytes() / (nx.max(1) * node_bytes);
                 (rows / levels_per_step).clamp(AUTO_DEPTH.0, AUTO_DEPTH.1)
             }
         };
-        Some(Tiling::for_steps(nx, steps, levels_per_step, bands))
+        if steps * levels_per_step >= 2 * threads {
+            return Some(Tiling::pipelined_steps(nx, steps, levels_per_step, threads));
+        }
+        Some(Tiling::for_steps(nx, steps, levels_per_step, threads))
     }
 
     /// The tiling of a line of `n` values of `bytes` each on `threads` threads; None when off.

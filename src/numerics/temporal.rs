@@ -14,10 +14,17 @@
 //! 2. The strips between bands (level `t` over `t` columns either side of the shared edge)
 //!    are filled in the same wavefront order from what the trapezoids left.
 //!
+//! Or the threads share one band as a pipeline: thread `s` of `S` computes the `s`-th of `S`
+//! runs of consecutive levels at every front, once thread `s - 1` has finished that front
+//! (level `t` of row `j` needs level `t - 1` up to row `j + 1`, which the same front computes
+//! first). Rows stay whole, which splitting the columns does not, and nothing is left for a
+//! second phase that one thread would run alone.
+//!
 //! Every point of every level is computed exactly once from the same inputs as in a plain
 //! step-by-step sweep, so the result is bitwise identical for any tiling and thread count.
 
-use std::ops::Range;
+use std::ops::{Range, RangeInclusive};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
@@ -55,6 +62,8 @@ pub struct Tiling {
     pub edges: Vec<usize>,
     /// Levels per time step of the solver (its substeps).
     pub levels_per_step: usize,
+    /// Threads that share each band as a pipeline of runs of levels (1: one thread a band).
+    pub stages: usize,
 }
 
 impl Tiling {
@@ -67,7 +76,17 @@ impl Tiling {
         assert!(nx >= 1 && depth >= 1);
         let bands = bands.clamp(1, (nx / (2 * depth + 2)).max(1));
         let edges = (0..=bands).map(|b| b * nx / bands).collect();
-        Tiling { depth, edges, levels_per_step: 1 }
+        Tiling { depth, edges, levels_per_step: 1, stages: 1 }
+    }
+
+    /// One band over all `nx` columns, its levels shared by `stages` threads as a pipeline.
+    pub fn pipelined(nx: usize, depth: usize, stages: usize) -> Tiling {
+        Tiling { stages: stages.max(1), ..Tiling::new(nx, depth, 1) }
+    }
+
+    /// As [`Tiling::pipelined`] for sweeps of `steps` time steps of `levels_per_step` levels.
+    pub fn pipelined_steps(nx: usize, steps: usize, levels_per_step: usize, stages: usize) -> Tiling {
+        Tiling { levels_per_step, ..Tiling::pipelined(nx, steps * levels_per_step, stages) }
     }
 
     /// As [`Tiling::new`] for sweeps of `steps` time steps of `levels_per_step` levels each.
@@ -100,7 +119,11 @@ impl Tiling {
 impl std::fmt::Display for Tiling {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let bands = self.bands();
-        write!(f, "{} steps per sweep, {bands} band{}", self.steps(), if bands == 1 { "" } else { "s" })
+        write!(f, "{} steps per sweep, {bands} band{}", self.steps(), if bands == 1 { "" } else { "s" })?;
+        if self.stages > 1 {
+            write!(f, " in a pipeline of {} stages", self.stages)?;
+        }
+        Ok(())
     }
 }
 
@@ -120,25 +143,93 @@ pub fn sweep(stencil: &impl RowStencil, ny: usize, tiling: &Tiling, levels: usiz
     if levels == 0 {
         return;
     }
-    (0..tiling.bands()).into_par_iter().for_each(|b| wavefront(stencil, ny, levels, |t| tiling.band(b, t)));
-    (1..tiling.bands()).into_par_iter().for_each(|e| wavefront(stencil, ny, levels, |t| tiling.strip(e, t)));
+    // A pipeline never has more stages than the pool has threads, nor than there are levels.
+    let stages = tiling.stages.min(rayon::current_num_threads()).min(levels);
+    if stages > 1 {
+        assert_eq!(tiling.bands(), 1, "a pipelined sweep has one band");
+        let pipe = Pipeline { done: (0..stages).map(|_| Front(AtomicUsize::new(0))).collect() };
+        let all = 0..tiling.edges[1];
+        rayon::broadcast(|ctx| {
+            let s = ctx.index();
+            if s < stages {
+                let mine = 1 + s * levels / stages..=(s + 1) * levels / stages;
+                wavefront(stencil, ny, levels, mine, |_| all.clone(), Some((&pipe, s)));
+            }
+        });
+        return;
+    }
+    let every = 1..=levels;
+    (0..tiling.bands()).into_par_iter().for_each(|b| wavefront(stencil, ny, levels, every.clone(), |t| tiling.band(b, t), None));
+    (1..tiling.bands()).into_par_iter().for_each(|e| wavefront(stencil, ny, levels, every.clone(), |t| tiling.strip(e, t), None));
 }
 
-/// Levels `1..=levels` of the region `cols(t)`, row by row along skewed fronts: at front `f`,
-/// level `t` of row `f - t + 1`, lowest level first.
-fn wavefront(stencil: &impl RowStencil, ny: usize, levels: usize, cols: impl Fn(usize) -> Range<usize>) {
+/// The fronts each stage of a pipelined sweep has finished.
+struct Pipeline {
+    done: Vec<Front>,
+}
+
+/// A stage's count of finished fronts, on a cache line of its own (the stages poll each
+/// other's).
+#[repr(align(128))]
+struct Front(AtomicUsize);
+
+/// How far a stage may run ahead of the next one, in fronts: enough to absorb uneven rows,
+/// few enough that the rows it hands over are still in cache.
+const LEAD: usize = 4;
+
+impl Pipeline {
+    /// Wait until stage `s` has finished more than `front` fronts.
+    fn wait_for(&self, s: usize, front: usize) {
+        let mut spins = 0u32;
+        while self.done[s].0.load(Ordering::Acquire) <= front {
+            spins += 1;
+            if spins < 1 << 12 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    }
+}
+
+/// Levels `ts` (of `1..=levels`) of the region `cols(t)`, row by row along skewed fronts: at
+/// front `f`, level `t` of row `f - t + 1`, lowest level first. In a pipeline (`stage`), the
+/// front starts once the stage below has finished it, and no more than [`LEAD`] fronts ahead
+/// of the stage above.
+fn wavefront(
+    stencil: &impl RowStencil,
+    ny: usize,
+    levels: usize,
+    ts: RangeInclusive<usize>,
+    cols: impl Fn(usize) -> Range<usize>,
+    stage: Option<(&Pipeline, usize)>,
+) {
     let mut scratch = stencil.scratch();
     for front in 0..ny + levels - 1 {
-        for t in 1..=levels {
+        if let Some((pipe, s)) = stage {
+            if s > 0 {
+                pipe.wait_for(s - 1, front);
+            }
+            if s + 1 < pipe.done.len() && front >= LEAD {
+                pipe.wait_for(s + 1, front - LEAD);
+            }
+        }
+        for t in ts.clone() {
             let Some(j) = (front + 1).checked_sub(t) else { break };
             let c = cols(t);
             if j < ny && !c.is_empty() {
                 // SAFETY: the earlier levels of rows j - 1 ..= j + 1 were completed at earlier
-                // fronts (row j + 1 earlier in this one), and so were their reads of what
-                // this overwrites. Other tasks of the same phase touch other columns at
-                // every level; the two phases do not overlap.
+                // fronts (row j + 1 earlier in this one: by this task, or by the stage below,
+                // which finished this front), and so were their reads of what this
+                // overwrites. Other tasks of the same phase touch other columns at every
+                // level, or other levels of rows no other stage reads or writes now (the
+                // stage above works at earlier fronts, on higher levels); the two phases do
+                // not overlap.
                 unsafe { stencil.update(&mut scratch, t, j, c) };
             }
+        }
+        if let Some((pipe, s)) = stage {
+            pipe.done[s].0.store(front + 1, Ordering::Release);
         }
     }
 }
@@ -179,11 +270,38 @@ mod tests {
     }
 
     fn run(nx: usize, ny: usize, depth: usize, bands: usize, steps: usize) {
+        run_tiling(nx, ny, &Tiling::new(nx, depth, bands), steps);
+    }
+
+    fn run_tiling(nx: usize, ny: usize, tiling: &Tiling, steps: usize) {
         let tracker = Tracker { nx, ny, level: Mutex::new([vec![0; nx * ny], vec![usize::MAX; nx * ny]]) };
-        let tiling = Tiling::new(nx, depth, bands);
-        sweep(&tracker, ny, &tiling, steps);
+        sweep(&tracker, ny, tiling, steps);
         let level = tracker.level.into_inner().unwrap();
-        assert!(level[steps % 2].iter().all(|&l| l == steps), "{nx}x{ny} depth {depth} bands {bands} steps {steps}");
+        assert!(level[steps % 2].iter().all(|&l| l == steps), "{nx}x{ny} {tiling:?} steps {steps}");
+    }
+
+    /// Pipelines of up to 4 stages on pools of 1 to 4 threads (so also more stages than
+    /// threads, and more threads than levels), many times over: the tracker fails a run in
+    /// which a stage reads a level that is not there yet or overwrites one still to be read.
+    #[test]
+    fn pipelined_stages_compute_every_point_once_from_complete_inputs() {
+        for threads in 1..=4 {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            pool.install(|| {
+                for (nx, ny) in [(1, 1), (7, 5), (40, 3), (64, 33)] {
+                    for depth in [1, 2, 3, 8, 13] {
+                        for stages in [2, 3, 4] {
+                            let tiling = Tiling::pipelined(nx, depth, stages);
+                            for steps in 1..=depth {
+                                for _ in 0..4 {
+                                    run_tiling(nx, ny, &tiling, steps);
+                                }
+                            }
+                        }
+                    }
+                }
+            });
+        }
     }
 
     #[test]

@@ -991,8 +991,9 @@ mod tests {
     }
 
     /// Blocked sweeps give the bits of plain steps (both levels), for sweeps of several
-    /// depths and bands, step counts they do not divide, 1 and 2 threads, f32 and f64,
-    /// widths that are not multiples of the bands, and both variants of the scheme.
+    /// depths and bands (or `bands = 0`: one band in a pipeline of 3 stages), step counts
+    /// they do not divide, 1 and 2 threads, f32 and f64, widths that are not multiples of the
+    /// bands, and both variants of the scheme.
     #[test]
     fn blocked_steps_match_plain_steps() {
         use super::super::fd_boundary::cases::{busy_initial, busy_physics};
@@ -1000,7 +1001,10 @@ mod tests {
             let mut p = busy_physics(nx, ny, 40.0);
             p.gpu_ocean_compat = compat;
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
-            let tiling = Tiling::for_steps(nx + 2, steps, 1, bands);
+            let tiling = match bands {
+                0 => Tiling::pipelined_steps(nx + 2, steps, 1, 3),
+                _ => Tiling::for_steps(nx + 2, steps, 1, bands),
+            };
             let (plain, blocked) = pool.install(|| {
                 let mut plain = busy_initial(&p, |init| Ctcs::<T>::new(&p, init));
                 let mut blocked = busy_initial(&p, |init| Ctcs::<T>::new(&p, init));
@@ -1021,7 +1025,7 @@ mod tests {
             assert!(plain.cur == blocked.cur && plain.prev == blocked.prev, "{what}");
         }
         for (nx, ny) in [(23, 17), (50, 9), (4, 3)] {
-            for (steps, bands) in [(1, 1), (2, 2), (3, 1), (5, 3), (8, 2), (30, 1)] {
+            for (steps, bands) in [(1, 1), (2, 2), (3, 1), (5, 3), (8, 2), (30, 1), (2, 0), (7, 0), (30, 0)] {
                 for threads in [1, 2] {
                     for compat in [true, false] {
                         check::<f32>(nx, ny, compat, steps, bands, threads);

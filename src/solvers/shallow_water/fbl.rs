@@ -735,16 +735,19 @@ mod tests {
         assert_sponges_held(&p, &initial, &s.cur);
     }
 
-    /// Blocked sweeps give the bits of plain steps, for sweeps of several depths and bands,
-    /// step counts they do not divide, 1 and 2 threads, f32 and f64, and widths that are
-    /// not multiples of the bands.
+    /// Blocked sweeps give the bits of plain steps, for sweeps of several depths and bands
+    /// (or `bands = 0`: one band in a pipeline of 3 stages), step counts they do not divide,
+    /// 1 and 2 threads, f32 and f64, and widths that are not multiples of the bands.
     #[test]
     fn blocked_steps_match_plain_steps() {
         use super::super::fd_boundary::cases::{busy_initial, busy_physics};
         fn check<T: Real>(nx: usize, ny: usize, steps: usize, bands: usize, threads: usize) {
             let p = busy_physics(nx, ny, 0.0);
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
-            let tiling = Tiling::for_steps(nx + 2, steps, 3, bands);
+            let tiling = match bands {
+                0 => Tiling::pipelined_steps(nx + 2, steps, 3, 3),
+                _ => Tiling::for_steps(nx + 2, steps, 3, bands),
+            };
             let (plain, blocked) = pool.install(|| {
                 let mut plain = busy_initial(&p, |init| Fbl::<T>::new(&p, init));
                 let mut blocked = busy_initial(&p, |init| Fbl::<T>::new(&p, init));
@@ -764,7 +767,7 @@ mod tests {
             assert!(plain.cur == blocked.cur, "{nx}x{ny}, {tiling}, {threads} threads, {}", T::PRECISION.name());
         }
         for (nx, ny) in [(23, 17), (50, 9), (4, 3)] {
-            for (steps, bands) in [(1, 1), (2, 2), (3, 1), (4, 3), (7, 2)] {
+            for (steps, bands) in [(1, 1), (2, 2), (3, 1), (4, 3), (7, 2), (1, 0), (4, 0), (7, 0)] {
                 for threads in [1, 2] {
                     check::<f32>(nx, ny, steps, bands, threads);
                     check::<f64>(nx, ny, steps, bands, threads);

@@ -24,7 +24,7 @@
 //! step-by-step sweep, so the result is bitwise identical for any tiling and thread count.
 
 use std::ops::{Range, RangeInclusive};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
@@ -147,13 +147,15 @@ pub fn sweep(stencil: &impl RowStencil, ny: usize, tiling: &Tiling, levels: usiz
     let stages = tiling.stages.min(rayon::current_num_threads()).min(levels);
     if stages > 1 {
         assert_eq!(tiling.bands(), 1, "a pipelined sweep has one band");
-        let pipe = Pipeline { done: (0..stages).map(|_| Front(AtomicUsize::new(0))).collect() };
+        let pipe = Pipeline { done: (0..stages).map(|_| Front(AtomicUsize::new(0))).collect(), failed: AtomicBool::new(false) };
         let all = 0..tiling.edges[1];
         rayon::broadcast(|ctx| {
             let s = ctx.index();
             if s < stages {
+                let guard = Failed(&pipe.failed);
                 let mine = 1 + s * levels / stages..=(s + 1) * levels / stages;
                 wavefront(stencil, ny, levels, mine, |_| all.clone(), Some((&pipe, s)));
+                std::mem::forget(guard);
             }
         });
         return;
@@ -166,6 +168,18 @@ pub fn sweep(stencil: &impl RowStencil, ny: usize, tiling: &Tiling, levels: usiz
 /// The fronts each stage of a pipelined sweep has finished.
 struct Pipeline {
     done: Vec<Front>,
+    /// Set when a stage panics, so that the stages waiting for it panic too instead of
+    /// waiting for ever.
+    failed: AtomicBool,
+}
+
+/// Sets the flag when dropped, i.e. when its stage unwinds (a stage that ends forgets it).
+struct Failed<'a>(&'a AtomicBool);
+
+impl Drop for Failed<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
+    }
 }
 
 /// A stage's count of finished fronts, on a cache line of its own (the stages poll each
@@ -182,6 +196,7 @@ impl Pipeline {
     fn wait_for(&self, s: usize, front: usize) {
         let mut spins = 0u32;
         while self.done[s].0.load(Ordering::Acquire) <= front {
+            assert!(!self.failed.load(Ordering::Acquire), "another stage of the sweep panicked");
             spins += 1;
             if spins < 1 << 12 {
                 std::hint::spin_loop();
@@ -278,6 +293,28 @@ mod tests {
         sweep(&tracker, ny, tiling, steps);
         let level = tracker.level.into_inner().unwrap();
         assert!(level[steps % 2].iter().all(|&l| l == steps), "{nx}x{ny} {tiling:?} steps {steps}");
+    }
+
+    /// A stencil that panics at one level and row.
+    struct Faulty(usize);
+
+    impl RowStencil for Faulty {
+        type Scratch = ();
+        fn scratch(&self) {}
+        unsafe fn update(&self, _: &mut (), t: usize, j: usize, _: Range<usize>) {
+            assert!(!(t == self.0 && j == 3), "fault at level {t}");
+        }
+    }
+
+    /// A stage that panics makes the sweep panic, in the lowest stage and in the highest,
+    /// instead of leaving the other stages waiting for it.
+    #[test]
+    fn a_panicking_stage_ends_the_sweep() {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+        for level in [1, 8] {
+            let run = || pool.install(|| sweep(&Faulty(level), 20, &Tiling::pipelined(16, 8, 2), 8));
+            assert!(std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)).is_err(), "level {level}");
+        }
     }
 
     /// Pipelines of up to 4 stages on pools of 1 to 4 threads (so also more stages than

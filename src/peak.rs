@@ -4,6 +4,7 @@
 
 use std::hint::black_box;
 
+use crate::cpu::Simd;
 use crate::real::Real;
 
 /// Vector registers of independent accumulators per thread: enough to cover the latency of a
@@ -24,12 +25,10 @@ pub fn measure<T: Real>(seconds: f64) -> (u64, f64, f64) {
 
 /// Elements per vector register in the code [`accumulate`] runs.
 fn lanes<T>() -> usize {
-    let bytes = match () {
-        #[cfg(target_arch = "x86_64")]
-        _ if std::arch::is_x86_feature_detected!("avx512f") => 64,
-        #[cfg(target_arch = "x86_64")]
-        _ if std::arch::is_x86_feature_detected!("avx2") => 32,
-        _ => 16,
+    let bytes = match Simd::detect() {
+        Simd::Avx512 => 64,
+        Simd::Avx2 => 32,
+        Simd::None => 16,
     };
     bytes / std::mem::size_of::<T>()
 }
@@ -37,17 +36,21 @@ fn lanes<T>() -> usize {
 /// One call's updates in the widest vector code the CPU has (as the finite-volume bands).
 fn accumulate<T: Real>() -> T {
     let four = std::mem::size_of::<T>() == 4;
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx512f") {
-        // SAFETY: the CPU supports AVX-512F (checked just above).
-        return unsafe { if four { avx512::<T, { VECTORS * 16 }>() } else { avx512::<T, { VECTORS * 8 }>() } };
+    match Simd::detect() {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: the CPU supports AVX-512F (detected).
+        Simd::Avx512 => unsafe { if four { avx512::<T, { VECTORS * 16 }>() } else { avx512::<T, { VECTORS * 8 }>() } },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: the CPU supports AVX2 (detected).
+        Simd::Avx2 => unsafe { if four { avx2::<T, { VECTORS * 8 }>() } else { avx2::<T, { VECTORS * 4 }>() } },
+        _ => {
+            if four {
+                updates::<T, { VECTORS * 4 }>()
+            } else {
+                updates::<T, { VECTORS * 2 }>()
+            }
+        }
     }
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU supports AVX2 (checked just above).
-        return unsafe { if four { avx2::<T, { VECTORS * 8 }>() } else { avx2::<T, { VECTORS * 4 }>() } };
-    }
-    if four { updates::<T, { VECTORS * 4 }>() } else { updates::<T, { VECTORS * 2 }>() }
 }
 
 #[cfg(target_arch = "x86_64")]

@@ -63,6 +63,9 @@ pub fn bench(o: &BenchOptions) -> Result<serde_json::Value> {
     if o.cpu.math == crate::cpu::Math::Fast && (o.name != "lskum" || o.backend == Backend::Cuda) {
         return input("--math fast belongs to sim bench lskum on the CPU (--backend cpu)");
     }
+    if o.cpu.subnormals == crate::cpu::Subnormals::Flush && o.backend == Backend::Cuda {
+        return input("--subnormals flush belongs to the CPU (--backend cpu); the CUDA back end keeps them");
+    }
     if o.power && (o.backend != Backend::Cuda || tridiag || o.name == "copy") {
         return input("--power samples the GPU's power with nvidia-smi: a solver with --backend cuda");
     }
@@ -92,10 +95,8 @@ pub fn bench(o: &BenchOptions) -> Result<serde_json::Value> {
         }
         _ => Device::Cpu(o.cpu.clone()),
     };
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(crate::validate::threads("--threads", o.threads.unwrap_or(0))?)
-        .build()
-        .map_err(|e| SimError::Run(format!("cannot start threads: {e}")))?;
+    let threads = crate::validate::threads("--threads", o.threads.unwrap_or(0))?;
+    let pool = o.cpu.subnormals.pool(threads)?;
     pool.install(|| {
         if tridiag {
             return crate::bench_tridiag::bench(o, &device);
@@ -169,6 +170,7 @@ fn header(o: &BenchOptions, device: &Device, elements: usize, s: Option<&dyn Sol
         Device::Cpu(_) => {
             v["backend"] = "cpu".into();
             v["threads"] = rayon::current_num_threads().into();
+            v["subnormals"] = o.cpu.subnormals.name().into();
         }
         Device::Cuda(gpu, opts) => {
             v["backend"] = "cuda".into();
@@ -433,6 +435,10 @@ pub fn text(v: &serde_json::Value) -> String {
     let on = match v["device"].as_str() {
         Some(d) => format!("{d}, {} {}", v["variant"].as_str().unwrap_or(""), v["block"]),
         None => format!("{} threads", v["threads"]),
+    };
+    let on = match v["subnormals"].as_str() {
+        Some("flush") => format!("{on}, subnormals flushed"),
+        _ => on,
     };
     let on = match v["temporal_block"].as_str() {
         Some(tiling) => format!("{on}, temporal blocking {tiling}"),

@@ -18,6 +18,75 @@ pub struct CpuOptions {
     /// back end ignores it (its kernels keep the device's functions).
     #[serde(default)]
     pub math: Math,
+    /// Floating-point numbers below the normal range: `keep` (default, IEEE) or `flush`. The
+    /// CUDA back end ignores it.
+    #[serde(default)]
+    pub subnormals: Subnormals,
+}
+
+/// `cpu.subnormals`: whether the CPU's worker threads compute with subnormal numbers.
+///
+/// A disturbance spreading into water or air at rest leads a front of values that shrink
+/// towards zero, and their products fall below the normal range: the CPU takes many cycles
+/// per subnormal operand or result (the GPU none). `flush` sets the worker threads' MXCSR
+/// flags FTZ (a subnormal result becomes a zero of its sign) and DAZ (a subnormal operand
+/// reads as zero) for the run, in both precisions, as `-ffast-math` and the Intel compilers'
+/// defaults do. Only values below the normal range change (below 1.2e-38 in f32, 2.2e-308 in
+/// f64, and what is formed from them), so the results no longer equal `keep`'s (or the CUDA
+/// back end's) bit for bit; they are still the same for any thread count and on restart.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Subnormals {
+    /// IEEE 754 gradual underflow: the reference bits.
+    #[default]
+    Keep,
+    /// Flush subnormal results to zero and read subnormal operands as zero (x86-64 only).
+    Flush,
+}
+
+/// MXCSR's flush-to-zero (bit 15) and denormals-are-zero (bit 6) flags.
+#[cfg(target_arch = "x86_64")]
+const FTZ_DAZ: u32 = 1 << 15 | 1 << 6;
+
+impl Subnormals {
+    pub fn name(self) -> &'static str {
+        match self {
+            Subnormals::Keep => "keep",
+            Subnormals::Flush => "flush",
+        }
+    }
+
+    /// A pool of `threads` worker threads (0: one per CPU) that compute in this mode. Work
+    /// given to it with `install` runs on those threads only.
+    pub fn pool(self, threads: usize) -> Result<rayon::ThreadPool> {
+        let builder = rayon::ThreadPoolBuilder::new().num_threads(threads);
+        let builder = match self {
+            Subnormals::Keep => builder,
+            Subnormals::Flush => {
+                if !cfg!(target_arch = "x86_64") {
+                    return input("cpu.subnormals: flush needs an x86-64 CPU (keep computes with subnormals)");
+                }
+                builder.start_handler(|_| flush_subnormals())
+            }
+        };
+        builder.build().map_err(|e| crate::error::SimError::Run(format!("cannot start {threads} threads: {e}")))
+    }
+}
+
+/// Sets FTZ and DAZ in the calling thread's MXCSR (x86-64; elsewhere [`Subnormals::pool`]
+/// refuses `flush` before any thread starts).
+fn flush_subnormals() {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let mut csr = 0u32;
+        // SAFETY: stmxcsr and ldmxcsr read and write the thread's own SSE control register;
+        // FTZ and DAZ change how far results underflow, nothing that memory safety relies on.
+        unsafe {
+            std::arch::asm!("stmxcsr [{}]", in(reg) &mut csr, options(nostack));
+            csr |= FTZ_DAZ;
+            std::arch::asm!("ldmxcsr [{}]", in(reg) &csr, options(nostack));
+        }
+    }
 }
 
 /// `cpu.math`: how the lskum flux residual evaluates exp, ln and erf.
@@ -248,6 +317,44 @@ mod tests {
             assert_eq!((o.math, o.math.name()), (want, text));
         }
         assert!(serde_saphyr::from_str::<CpuOptions>("math: bogus").is_err());
+    }
+
+    #[test]
+    fn subnormals_reads_its_names() {
+        assert_eq!(CpuOptions::default().subnormals, Subnormals::Keep);
+        for (text, want) in [("keep", Subnormals::Keep), ("flush", Subnormals::Flush)] {
+            let o: CpuOptions = serde_saphyr::from_str(&format!("subnormals: {text}")).unwrap();
+            assert_eq!((o.subnormals, o.subnormals.name()), (want, text));
+        }
+        assert!(serde_saphyr::from_str::<CpuOptions>("subnormals: zero").is_err());
+    }
+
+    /// Subnormal results and operands of both precisions, on every worker thread of a pool.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn a_flushing_pool_flushes_subnormals_on_every_thread() {
+        use std::hint::black_box;
+        let results = |mode: Subnormals| {
+            mode.pool(3).unwrap().broadcast(|_| {
+                let (four, one) = (black_box(4.0), black_box(1.0));
+                let f32_result = black_box(f32::MIN_POSITIVE) / four as f32;
+                let f32_operand = black_box(f32::from_bits(1)) * one as f32;
+                let f64_result = black_box(f64::MIN_POSITIVE) / four;
+                let f64_operand = black_box(f64::from_bits(1)) * one;
+                (f32_result, f32_operand, f64_result, f64_operand)
+            })
+        };
+        let keep = results(Subnormals::Keep);
+        let flush = results(Subnormals::Flush);
+        assert_eq!((keep.len(), flush.len()), (3, 3));
+        for r in keep {
+            assert_eq!(r, (f32::MIN_POSITIVE / 4.0, f32::from_bits(1), f64::MIN_POSITIVE / 4.0, f64::from_bits(1)));
+        }
+        for r in flush {
+            assert_eq!(r, (0.0, 0.0, 0.0, 0.0));
+        }
+        // The thread that built the pools computes as before.
+        assert!(black_box(f32::MIN_POSITIVE) / black_box(4.0) != 0.0);
     }
 
     #[test]

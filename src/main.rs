@@ -160,6 +160,9 @@ enum Command {
         /// (within 1 ulp, vectorised).
         #[arg(long, value_enum, default_value_t = sim::cpu::Math::Exact)]
         math: sim::cpu::Math,
+        /// On the CPU: compute with subnormal numbers (keep, IEEE) or flush them to zero.
+        #[arg(long, value_enum, default_value_t = sim::cpu::Subnormals::Keep)]
+        subnormals: sim::cpu::Subnormals,
     },
 }
 
@@ -232,6 +235,7 @@ fn main() -> ExitCode {
             cpu_share,
             renumber,
             math,
+            subnormals,
             power,
         } => {
             let backend = match backend {
@@ -242,7 +246,7 @@ fn main() -> ExitCode {
             match block.as_deref() {
                 None | Some([_, _]) => {
                     let gpu = GpuOptions { variant, block: block.map(|b| [b[0], b[1]]), fast_math: false, flux };
-                    let cpu = sim::cpu::CpuOptions { temporal_block, math };
+                    let cpu = sim::cpu::CpuOptions { temporal_block, math, subnormals };
                     let o = BenchOptions {
                         backend, gpu, cpu, name, size, scheme, precision, threads, seconds, batch, solver, cpu_share, renumber,
                         power,

@@ -56,6 +56,7 @@ fn bad_case_files_are_rejected_with_the_key_named() {
         ("check_every_zero", format!("name: h\n{g}{t}guard: {{check_every: 0}}\n"), vec!["guard.check_every"]),
         ("bad_precision", format!("name: h\n{g}{t}precision: f16\n"), vec!["precision", "f16"]),
         ("bad_math", format!("name: h\n{g}{t}cpu: {{math: bogus}}\n"), vec!["cpu.math", "bogus"]),
+        ("bad_subnormals", format!("name: h\n{g}{t}cpu: {{subnormals: zero}}\n"), vec!["cpu.subnormals", "zero"]),
         ("bad_name", format!("name: ../h\n{g}{t}"), vec!["name:"]),
         ("syntax_error", format!("name: h\n{g}time: {{end_step: 2\n"), vec!["line"]),
         ("duplicate_key", format!("name: h\n{g}{t}name: k\n"), vec!["duplicate"]),
@@ -251,6 +252,13 @@ fn bench_sets_counted_flops_against_peak() {
     let o = ok(sim(&dir, &[&args[..], &["--scheme", "fbl"]].concat()));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(v["peak"].is_null() && v["kernel"]["gflops"].is_null(), "{v}");
+    assert_eq!(v["subnormals"], "keep", "{v}");
+    let o = ok(sim(&dir, &[&args[..], &["--scheme", "fbl", "--subnormals", "flush"]].concat()));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["subnormals"], "flush", "{v}");
+    let o = sim(&dir, &[&args[..], &["--subnormals", "flush", "--backend", "cuda"]].concat());
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--subnormals flush"));
     std::fs::remove_dir_all(dir).unwrap();
 }
 

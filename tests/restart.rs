@@ -14,9 +14,14 @@ fn final_state(dir: &std::path::Path) -> (checkpoint::Meta, Vec<sim::solver::Sta
 
 /// Run `solver` straight to the end and, separately, in two legs with a restart in between.
 fn check_restart(test: &str, solver: &str, precision: &str, time: &str, first_leg: &str) {
+    check_restart_with(test, solver, precision, time, first_leg, "");
+}
+
+/// [`check_restart`] with `more` keys in the case.
+fn check_restart_with(test: &str, solver: &str, precision: &str, time: &str, first_leg: &str, more: &str) {
     let dir = scratch(test);
-    let extra = "output: {every_steps: 20}\ncheckpoint: {every_steps: 50, keep: 3}\nguard: {check_every: 10}";
-    let case = write(&dir, "case.yaml", &heat_case("h", solver, precision, time, extra));
+    let extra = format!("output: {{every_steps: 20}}\ncheckpoint: {{every_steps: 50, keep: 3}}\nguard: {{check_every: 10}}\n{more}");
+    let case = write(&dir, "case.yaml", &heat_case("h", solver, precision, time, &extra));
     ok(sim(&dir, &["run", "case.yaml", "--quiet", "--out", "full"]));
     ok(sim(&dir, &["run", "case.yaml", "--quiet", "--out", "legs", "--steps", first_leg]));
     // Restart from the run directory (newest checkpoint), with the case alongside.
@@ -115,6 +120,22 @@ fn swe(scheme: &str, step: &str) -> String {
          friction: 0.001{extra}, boundary: {{east: periodic, west: periodic}}, bathymetry: gpu_ocean_test, \
          initial: {{bump: {{position: corner}}}}}}"
     )
+}
+
+/// `cpu.subnormals: flush` holds on restart (the case keeps it), and the summary names it.
+#[test]
+fn restart_with_flushed_subnormals_is_bit_exact() {
+    for (scheme, step) in [("cdklm16", "courant: 0.4"), ("fbl", "dt: 1.0")] {
+        let test = format!("rswe_flush_{scheme}");
+        check_restart_with(&test, &swe(scheme, step), "f32", "{end_time: 300.5}", "37", "cpu: {subnormals: flush}");
+    }
+    let dir = scratch("rswe_flush_summary");
+    let case = heat_case("h", &swe("kp07", "dt: 0.95"), "f32", "{end_step: 3}", "cpu: {subnormals: flush}");
+    write(&dir, "case.yaml", &case);
+    ok(sim(&dir, &["run", "case.yaml", "--quiet"]));
+    let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("out/h/summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["subnormals"], "flush");
+    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]

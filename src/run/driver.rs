@@ -262,6 +262,7 @@ impl<'a> Driver<'a> {
             outputs: self.pvd.entries.len(),
             checkpoint: self.last_checkpoint.as_deref(),
             results: &results,
+            subnormals: s.backend().starts_with("cpu").then(|| self.setup.case.cpu.subnormals.name()),
         };
         let summary = report::summary(&facts, s, ending);
         let text = serde_json::to_string_pretty(&summary).expect("summary serialises");

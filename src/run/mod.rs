@@ -79,10 +79,12 @@ pub fn run_on(opts: &RunOptions, procs: Option<&dyn Processes>) -> Result<serde_
         Some(n) => crate::validate::threads("--threads", n)?,
         None => crate::validate::threads("threads", case.threads)?,
     };
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .map_err(|e| SimError::Run(format!("cannot start {threads} threads: {e}")))?;
+    // `cpu.subnormals` concerns the CPU kernels; a CUDA run's host code keeps IEEE arithmetic.
+    let subnormals = match device {
+        Device::Cpu(_) => case.cpu.subnormals,
+        Device::Cuda(..) => crate::cpu::Subnormals::Keep,
+    };
+    let pool = agreed(procs, subnormals.pool(threads))?;
     let built = pool.install(|| match (&plan.restart, procs) {
         (_, Some(p)) => crate::solvers::build_parallel(case, plan.precision, &device, p).map(|(s, c)| (s, Some(c))),
         (Some(ck), None) => {

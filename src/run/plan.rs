@@ -104,7 +104,7 @@ fn restart_plan(restart: &str, opts: &RunOptions, given: Option<(Case, String)>)
             if written.solver != stored.solver {
                 return input(format!(
                     "case file {}: its solver section differs from the one stored in {}; on restart only \
-                     run controls (time, output, checkpoint, guard, threads, backend) may change",
+                     run controls (time, output, checkpoint, guard, threads, backend, cpu) may change",
                     opts.case.as_ref().unwrap().display(),
                     ck_path.display()
                 ));

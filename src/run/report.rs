@@ -27,6 +27,8 @@ pub struct RunFacts<'a> {
     pub checkpoint: Option<&'a Path>,
     /// Result files the solver wrote.
     pub results: &'a [String],
+    /// `cpu.subnormals` of a CPU run.
+    pub subnormals: Option<&'static str>,
 }
 
 /// `summary.json`.
@@ -48,6 +50,7 @@ pub fn summary(run: &RunFacts, s: &dyn Solver, ending: Ending) -> serde_json::Va
         "backend": s.backend(),
         "precision": s.precision().name(),
         "threads": run.threads,
+        "subnormals": run.subnormals,
         "clock": if physical { "physical" } else { "iterations" },
         "start_step": run.start_step,
         "step": s.step(),

@@ -440,6 +440,14 @@ mod tests {
         testing::bands_agree(|p, i| Cdklm16::<f32>::new(p, i, rk::Scheme::SspRk2, Op));
     }
 
+    /// `cpu.subnormals: flush` changes only what lies below the normal range.
+    #[test]
+    fn flushing_subnormals_changes_only_tiny_values() {
+        let [keep, flush, diff] = testing::flush_subnormals(DT, make);
+        eprintln!("CDKLM16 subnormal values: {keep} kept, {flush} flushed; largest difference {diff:.1e} of the largest value");
+        assert!(keep > 0.0 && flush == 0.0 && diff <= 1e-30, "{keep} {flush} {diff:e}");
+    }
+
     #[test]
     fn bits_do_not_depend_on_the_thread_count() {
         let one = testing::busy_run(1, 20, make);

@@ -662,6 +662,23 @@ pub(super) mod testing {
         run(&Initial { eta: &eta, hu: &zero, hv: &zero, depth })
     }
 
+    /// The central bump with walls run to T = 50 s in a pool that keeps subnormal numbers and
+    /// in one that flushes them (`cpu.subnormals`): the subnormal values of η, hu, hv in each
+    /// run, and the largest difference between the runs relative to the largest |value|.
+    pub fn flush_subnormals<S: Scheme<f32>>(dt: f64, make: impl Fn(&Physics, &Initial) -> S + Sync) -> [f64; 3] {
+        use crate::cpu::Subnormals;
+        let c = Case { bc: "wallBC", init: "central", bathymetry: false };
+        let run = |mode: Subnormals| {
+            let cells = mode.pool(2).unwrap().install(|| run_case(&c, dt, &make).cells());
+            [cells.eta, cells.hu, cells.hv].concat()
+        };
+        let (keep, flush) = (run(Subnormals::Keep), run(Subnormals::Flush));
+        let subnormal = |v: &[f32]| v.iter().filter(|x| x.is_subnormal()).count() as f64;
+        let max = keep.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+        let diff = keep.iter().zip(&flush).fold(0.0f32, |m, (a, b)| m.max((a - b).abs()));
+        [subnormal(&keep), subnormal(&flush), (diff / max) as f64]
+    }
+
     /// A regression case run to T = 50 s.
     pub fn run_case<T: Real, S: Scheme<T>>(c: &Case, dt: f64, make: &impl Fn(&Physics, &Initial) -> S) -> S {
         let p = case_physics(c);

@@ -135,6 +135,8 @@ fn restart_with_flushed_subnormals_is_bit_exact() {
     ok(sim(&dir, &["run", "case.yaml", "--quiet"]));
     let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("out/h/summary.json")).unwrap()).unwrap();
     assert_eq!(summary["subnormals"], "flush");
+    let check = ok(sim(&dir, &["check", "case.yaml"]));
+    assert!(String::from_utf8_lossy(&check.stdout).contains("subnormals: flushed to zero"));
     std::fs::remove_dir_all(dir).unwrap();
 }
 

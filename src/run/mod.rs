@@ -41,7 +41,9 @@ pub fn check(opts: &RunOptions) -> Result<String> {
     };
     let tiling = spec.tiling(plan.precision, &plan.case.cpu, threads).map(|t| format!("{t} on {threads} thread{}", if threads == 1 { "" } else { "s" }));
     let text = report::check_text(&plan.case, plan.precision, &plan.out_dir, &describe, &stop, (step, last));
-    Ok(text + &tiling.map(|t| format!("  temporal blocking: {t}\n")).unwrap_or_default())
+    let flush = plan.case.cpu.subnormals == crate::cpu::Subnormals::Flush;
+    let subnormals = if flush { "  subnormals: flushed to zero on the CPU (cpu.subnormals: flush)\n" } else { "" };
+    Ok(text + &tiling.map(|t| format!("  temporal blocking: {t}\n")).unwrap_or_default() + subnormals)
 }
 
 /// `r` as every rank of `procs` agrees on it (see [`crate::parallel::agree`]).
@@ -134,6 +136,9 @@ pub fn run_on(opts: &RunOptions, procs: Option<&dyn Processes>) -> Result<serde_
         note.into_iter().for_each(|n| eprintln!("{n}"));
         if let Some(tiling) = solver.tiling() {
             eprintln!("temporal blocking: {tiling} (cpu.temporal_block: {})", case.cpu.temporal_block.name());
+        }
+        if subnormals == crate::cpu::Subnormals::Flush {
+            eprintln!("subnormals: flushed to zero (cpu.subnormals: flush)");
         }
     }
     signals::install();

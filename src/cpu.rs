@@ -30,9 +30,10 @@ pub struct CpuOptions {
 /// towards zero, and their products fall below the normal range: the CPU takes many cycles
 /// per subnormal operand or result. `flush` sets the worker threads' MXCSR flags FTZ (a
 /// subnormal result becomes a zero of its sign) and DAZ (a subnormal operand reads as zero)
-/// for the run, in both precisions, as GCC's `-ffast-math` does. Only values below the normal range change (below 1.2e-38 in f32, 2.2e-308 in
-/// f64, and what is formed from them), so the results no longer equal `keep`'s (or the CUDA
-/// back end's) bit for bit; they are still the same for any thread count and on restart.
+/// for the run, in both precisions, as GCC's `-ffast-math` does. Only values below the normal
+/// range change (below 1.2e-38 in f32, 2.2e-308 in f64, and what is formed from them), so the
+/// results no longer equal `keep`'s (or the CUDA back end's) bit for bit; they are still the
+/// same for any thread count and on restart.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Subnormals {

@@ -47,6 +47,8 @@ pub struct Setup<'a> {
     pub case: &'a Case,
     pub case_text: &'a str,
     pub threads: usize,
+    /// `cpu.subnormals` of a CPU run (None on a device).
+    pub subnormals: Option<crate::cpu::Subnormals>,
     pub out_dir: &'a Path,
     pub stop: Stop,
     pub quiet: bool,
@@ -262,7 +264,7 @@ impl<'a> Driver<'a> {
             outputs: self.pvd.entries.len(),
             checkpoint: self.last_checkpoint.as_deref(),
             results: &results,
-            subnormals: s.backend().starts_with("cpu").then(|| self.setup.case.cpu.subnormals.name()),
+            subnormals: self.setup.subnormals.map(crate::cpu::Subnormals::name),
         };
         let summary = report::summary(&facts, s, ending);
         let text = serde_json::to_string_pretty(&summary).expect("summary serialises");

@@ -83,10 +83,10 @@ pub fn run_on(opts: &RunOptions, procs: Option<&dyn Processes>) -> Result<serde_
     };
     // `cpu.subnormals` concerns the CPU kernels; a CUDA run's host code keeps IEEE arithmetic.
     let subnormals = match device {
-        Device::Cpu(_) => case.cpu.subnormals,
-        Device::Cuda(..) => crate::cpu::Subnormals::Keep,
+        Device::Cpu(_) => Some(case.cpu.subnormals),
+        Device::Cuda(..) => None,
     };
-    let pool = agreed(procs, subnormals.pool(threads))?;
+    let pool = agreed(procs, subnormals.unwrap_or_default().pool(threads))?;
     let built = pool.install(|| match (&plan.restart, procs) {
         (_, Some(p)) => crate::solvers::build_parallel(case, plan.precision, &device, p).map(|(s, c)| (s, Some(c))),
         (Some(ck), None) => {
@@ -137,7 +137,7 @@ pub fn run_on(opts: &RunOptions, procs: Option<&dyn Processes>) -> Result<serde_
         if let Some(tiling) = solver.tiling() {
             eprintln!("temporal blocking: {tiling} (cpu.temporal_block: {})", case.cpu.temporal_block.name());
         }
-        if subnormals == crate::cpu::Subnormals::Flush {
+        if subnormals == Some(crate::cpu::Subnormals::Flush) {
             eprintln!("subnormals: flushed to zero (cpu.subnormals: flush)");
         }
     }
@@ -146,6 +146,7 @@ pub fn run_on(opts: &RunOptions, procs: Option<&dyn Processes>) -> Result<serde_
         case,
         case_text: &plan.case_text,
         threads: pool.current_num_threads(),
+        subnormals,
         out_dir: &plan.out_dir,
         stop,
         quiet,

@@ -209,7 +209,9 @@ impl<T: Real> Scratch<T> {
         let [um, u0, up] = rows3(&mut self.u, r);
         let [vm, v0, vp] = rows3(&mut self.v, r);
         let (up, vp) = (&mut up[..w], &mut vp[..w]);
-        for k in (0..2).chain(nx + 2..w) {
+        // The ghost columns in the order of the row in memory: the east ones after the loop,
+        // when the stream has reached them (read first, they missed the cache on every row).
+        for k in 0..2 {
             (up[k], vp[k]) = velocity(next[0][k], next[3][k], next[1][k], next[2][k]);
         }
         let c = 2..nx + 2;
@@ -230,6 +232,9 @@ impl<T: Real> Scratch<T> {
         };
         let [g1, g2, g3] = &mut self.gn;
         y.run::<FLUX>(gr, &mut up[c.clone()], &mut vp[c], t, un, vn, g1, g2, g3);
+        for k in nx + 2..w {
+            (up[k], vp[k]) = velocity(next[0][k], next[3][k], next[1][k], next[2][k]);
+        }
     }
 
     /// x reconstruction, x fluxes and L of interior row `l` into `out` (velocities of row l in

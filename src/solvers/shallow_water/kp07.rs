@@ -98,14 +98,22 @@ impl<T: Real> YRow<'_, T> {
     ) {
         let (nx, theta, half, g) = (gr.nx, gr.theta, T::of(0.5), gr.g);
         let hg = half * g;
-        let [[em, e0, ep], [um, u0, up], [vm, v0, vp]] = self.q.map(|f| f.map(|x| &x[..nx]));
+        // Every row cut to nx on its own, and the east corners as slices shifted by one: cut
+        // through `map`, or indexed `[i + 1]`, the compiler could not prove the loop's indices
+        // in bounds and ran its last 16 iterations in scalar code (3.5 % of the scheme's time).
+        let [[em, e0, ep], [um, u0, up], [vm, v0, vp]] = self.q;
+        let (em, e0, ep) = (&em[..nx], &e0[..nx], &ep[..nx]);
+        let (um, u0, up) = (&um[..nx], &u0[..nx], &up[..nx]);
+        let (vm, v0, vp) = (&vm[..nx], &v0[..nx], &vp[..nx]);
         let (bs, bn) = (&self.bs[..nx + 1], &self.bn[..nx + 1]);
-        let [enm, unm, vnm] = self.north_m.map(|x| &x[..nx]);
+        let (bs, bs1, bn, bn1) = (&bs[..nx], &bs[1..], &bn[..nx], &bn[1..]);
+        let [enm, unm, vnm] = self.north_m;
+        let (enm, unm, vnm) = (&enm[..nx], &unm[..nx], &vnm[..nx]);
         let (en, un, vn, source) = (&mut en[..nx], &mut un[..nx], &mut vn[..nx], &mut source[..nx]);
         let (g1, g2, g3) = (&mut g1[..nx], &mut g2[..nx], &mut g3[..nx]);
         for i in 0..nx {
-            let h_s = half * (bs[i] + bs[i + 1]);
-            let h_n = half * (bn[i] + bn[i + 1]);
+            let h_s = half * (bs[i] + bs1[i]);
+            let h_n = half * (bn[i] + bn1[i]);
             let sl = positive(e0[i], slope(em[i], e0[i], ep[i], theta), h_s, h_n);
             let (e_n, e_s) = (e0[i] + sl, e0[i] - sl);
             en[i] = e_n;

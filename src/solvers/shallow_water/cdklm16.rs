@@ -198,7 +198,8 @@ impl<T: Real> Scratch<T> {
     }
 
     /// y reconstruction of stored row `r` from the velocities of rows r-1 and r, with the
-    /// velocities of row r+1 (all columns) formed in the same loop, and with `FLUX` the y fluxes
+    /// velocities of row r+1 formed in the same loop (its ghost columns just before and after
+    /// it), and with `FLUX` the y fluxes
     /// through the face between rows r-1 and r into `gn` (from the reconstruction of row r-1).
     /// That loop is the first to read row r+1 of the fields and row r of the corner depths,
     /// and its arithmetic hides the wait for them.
@@ -209,11 +210,14 @@ impl<T: Real> Scratch<T> {
         let [um, u0, up] = rows3(&mut self.u, r);
         let [vm, v0, vp] = rows3(&mut self.v, r);
         let (up, vp) = (&mut up[..w], &mut vp[..w]);
+        let ghosts = |up: &mut [T], vp: &mut [T], ks: Range<usize>| {
+            for k in ks {
+                (up[k], vp[k]) = velocity(next[0][k], next[3][k], next[1][k], next[2][k]);
+            }
+        };
         // The ghost columns in the order of the row in memory: the east ones after the loop,
         // when the stream has reached them (read first, they missed the cache on every row).
-        for k in 0..2 {
-            (up[k], vp[k]) = velocity(next[0][k], next[3][k], next[1][k], next[2][k]);
-        }
+        ghosts(up, vp, 0..2);
         let c = 2..nx + 2;
         let ([tm, t], [unm, un], [vnm, vn]) = (rows2(&mut self.t, r), rows2(&mut self.un, r), rows2(&mut self.vn, r));
         let y = YRow {
@@ -232,9 +236,7 @@ impl<T: Real> Scratch<T> {
         };
         let [g1, g2, g3] = &mut self.gn;
         y.run::<FLUX>(gr, &mut up[c.clone()], &mut vp[c], t, un, vn, g1, g2, g3);
-        for k in nx + 2..w {
-            (up[k], vp[k]) = velocity(next[0][k], next[3][k], next[1][k], next[2][k]);
-        }
+        ghosts(up, vp, nx + 2..w);
     }
 
     /// x reconstruction, x fluxes and L of interior row `l` into `out` (velocities of row l in

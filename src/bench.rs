@@ -122,18 +122,19 @@ pub fn bench(o: &BenchOptions) -> Result<serde_json::Value> {
         let traffic = solver.as_ref().map_or(0.0, |s| s.bytes_per_step());
         let copy_elements = elements.max((traffic / (2 * o.precision.bytes()) as f64).ceil() as usize).div_ceil(row) * row;
         crate::solvers::check_memory(copy_elements.saturating_mul(2 * o.precision.bytes()))?;
-        let copy = match o.precision {
-            Precision::F32 => copy::<f32>(&device, copy_elements, row, o.seconds)?,
-            Precision::F64 => copy::<f64>(&device, copy_elements, row, o.seconds)?,
+        // COPY runs before and after the solver, half its time each, so that a bandwidth that
+        // drifts during the run (other tenants of a shared machine) moves both sides alike.
+        let copy_seconds = if solver.is_some() { o.seconds / 2.0 } else { o.seconds };
+        let measure_copy = || match o.precision {
+            Precision::F32 => copy::<f32>(&device, copy_elements, row, copy_seconds),
+            Precision::F64 => copy::<f64>(&device, copy_elements, row, copy_seconds),
         };
+        let copy_bytes = 2.0 * (copy_elements * o.precision.bytes()) as f64;
+        let before = measure_copy()?;
         let mut v = header(o, &device, elements, solver.as_deref());
         if let Some(scheme) = o.scheme.as_deref().or(entry.and_then(|e| e.schemes.first().copied())) {
             v["scheme"] = scheme.into();
         }
-        let copy_bw = 2.0 * (copy_elements * o.precision.bytes()) as f64 / copy.1 / 1e9;
-        v["copy"] = serde_json::json!({
-            "elements": copy_elements, "iterations": copy.0, "time_per_step_s": copy.1, "bw_GBps": copy_bw
-        });
         // PEAK beside a solver that counts its flops, on the CPU (a device's is not measured).
         let counted = solver.as_ref().is_some_and(|s| s.flops_per_step().is_some());
         let mut peak = None;
@@ -146,13 +147,21 @@ pub fn bench(o: &BenchOptions) -> Result<serde_json::Value> {
             v["peak"] = serde_json::json!({ "iterations": calls, "time_per_call_s": t, "gflops": gflops });
             peak = Some(gflops);
         }
-        let bounds = Bounds { copy_bw, peak };
-        if let Some(mut s) = solver {
-            v["kernel"] = if o.power {
-                with_power(s.as_mut(), o, &device, &bounds)?
-            } else {
-                kernel_figures(s.as_mut(), o, &device, &bounds)?
-            };
+        let kernel = solver.map(|mut s| if o.power { with_power(s.as_mut(), o, &device) } else { kernel_figures(s.as_mut(), o, &device) });
+        let kernel = kernel.transpose()?;
+        let after = if kernel.is_some() { Some(measure_copy()?) } else { None };
+        let bw = |t: f64| copy_bytes / t / 1e9;
+        let t = after.map_or(before.1, |a| (before.1 + a.1) / 2.0);
+        v["copy"] = serde_json::json!({
+            "elements": copy_elements, "iterations": before.0 + after.map_or(0, |a| a.0), "time_per_step_s": t, "bw_GBps": bw(t)
+        });
+        if let Some(after) = after {
+            v["copy"]["bw_GBps_before"] = bw(before.1).into();
+            v["copy"]["bw_GBps_after"] = bw(after.1).into();
+        }
+        if let Some(mut k) = kernel {
+            against_bounds(&mut k, bw(t), peak);
+            v["kernel"] = k;
         }
         Ok(v)
     })
@@ -195,47 +204,43 @@ fn header(o: &BenchOptions, device: &Device, elements: usize, s: Option<&dyn Sol
         }
         Some(Mesh::Points(p)) => v["points"] = p.len().into(),
         None => {
-            v["nx"] = (elements as f64).sqrt().round().into();
+            v["nx"] = ((elements as f64).sqrt().round() as u64).into();
             v["ny"] = v["nx"].clone();
         }
     }
     v
 }
 
-/// What the same run measured to set a solver against: COPY's bandwidth (GB/s) and, for a
-/// solver that counts its flops, PEAK (Gflop/s).
-struct Bounds {
-    copy_bw: f64,
-    peak: Option<f64>,
+/// The solver's figures `k` set against what the same run measured: COPY's bandwidth (GB/s)
+/// and, for a solver that counts its flops, PEAK (Gflop/s), with the bound that applies
+/// (compute where its flops per byte exceed PEAK's per byte of COPY).
+fn against_bounds(k: &mut serde_json::Value, copy_bw: f64, peak: Option<f64>) {
+    let f = |x: &serde_json::Value| x.as_f64().unwrap_or(f64::NAN);
+    k["fraction_of_copy"] = (f(&k["bw_eff_GBps"]) / copy_bw).into();
+    if let (Some(peak), Some(gflops)) = (peak, k["gflops"].as_f64()) {
+        k["fraction_of_peak"] = (gflops / peak).into();
+        k["bound"] = if f(&k["flop_per_byte"]) > peak / copy_bw { "compute" } else { "bandwidth" }.into();
+    }
 }
 
 /// Time the solver's steps: BW_e from its `bytes_per_step`, Mcells/s, RDP on clouds, and the
-/// flop rate where the solver counts its flops: against PEAK, with the bound that applies
-/// (compute where its flops per byte exceed PEAK's per byte of COPY).
-fn kernel_figures(s: &mut dyn Solver, o: &BenchOptions, device: &Device, bounds: &Bounds) -> Result<serde_json::Value> {
-    let copy_bw = bounds.copy_bw;
+/// flop rate where the solver counts its flops.
+fn kernel_figures(s: &mut dyn Solver, o: &BenchOptions, device: &Device) -> Result<serde_json::Value> {
     let (iters, t) = time_steps(s, o.seconds, device)?;
     let n = s.mesh().len() as f64;
     let bytes = s.bytes_per_step();
-    let bw = bytes / t / 1e9;
     let mut k = serde_json::json!({
         "iterations": iters,
         "time_per_step_s": t,
-        "bw_eff_GBps": bw,
+        "bw_eff_GBps": bytes / t / 1e9,
         "beta_lo": bytes / (n * o.precision.bytes() as f64),
         "mcells_per_s": n / t / 1e6,
-        "fraction_of_copy": bw / copy_bw,
         "timing": if matches!(device, Device::Cuda(..)) { "cuda events" } else { "wall clock" },
     });
     if let Some(flops) = s.flops_per_step() {
-        let gflops = flops / t / 1e9;
         k["flops_per_cell"] = (flops / n).into();
         k["flop_per_byte"] = (flops / bytes).into();
-        k["gflops"] = gflops.into();
-        if let Some(peak) = bounds.peak {
-            k["fraction_of_peak"] = (gflops / peak).into();
-            k["bound"] = if flops / bytes > peak / copy_bw { "compute" } else { "bandwidth" }.into();
-        }
+        k["gflops"] = (flops / t / 1e9).into();
     }
     if matches!(s.mesh(), Mesh::Points(_)) {
         k["rdp_s"] = (t / n).into();
@@ -252,18 +257,18 @@ fn kernel_figures(s: &mut dyn Solver, o: &BenchOptions, device: &Device, bounds:
 
 /// [`kernel_figures`] with the GPU's power sampled around them (spec `shallow_water.md` §12):
 /// mean and idle power, and megacells per joule of the whole draw and of the draw above idle.
-fn with_power(s: &mut dyn Solver, o: &BenchOptions, device: &Device, bounds: &Bounds) -> Result<serde_json::Value> {
+fn with_power(s: &mut dyn Solver, o: &BenchOptions, device: &Device) -> Result<serde_json::Value> {
     let sampler = match crate::power::Sampler::start() {
         Ok(sampler) => sampler,
         Err(why) => {
-            let mut k = kernel_figures(s, o, device, bounds)?;
+            let mut k = kernel_figures(s, o, device)?;
             k["power"] = serde_json::json!({ "measured": false, "note": why });
             return Ok(k);
         }
     };
     std::thread::sleep(crate::power::IDLE);
     let from = Instant::now();
-    let mut k = kernel_figures(s, o, device, bounds)?;
+    let mut k = kernel_figures(s, o, device)?;
     let to = Instant::now();
     std::thread::sleep(crate::power::IDLE);
     k["power"] = match sampler.finish(from, to) {
@@ -451,7 +456,7 @@ pub fn text(v: &serde_json::Value) -> String {
     let f = |x: &serde_json::Value| x.as_f64().unwrap_or(0.0);
     let scheme = v["scheme"].as_str().map(|s| format!(" --scheme {s}")).unwrap_or_default();
     let mut s = format!(
-        "bench {}{scheme} on {} ({}, {on}), {shape}\n  COPY:   {:>9.3e} s/step  {:>8.2} GB/s  ({} elements)\n",
+        "bench {}{scheme} on {} ({}, {on}), {shape}\n  COPY:   {:>9.3e} s/step  {:>8.2} GB/s  ({} elements",
         v["name"].as_str().unwrap_or(""),
         v["backend"].as_str().unwrap_or(""),
         v["precision"].as_str().unwrap_or(""),
@@ -459,6 +464,10 @@ pub fn text(v: &serde_json::Value) -> String {
         f(&v["copy"]["bw_GBps"]),
         v["copy"]["elements"],
     );
+    if let (Some(before), Some(after)) = (v["copy"]["bw_GBps_before"].as_f64(), v["copy"]["bw_GBps_after"].as_f64()) {
+        s += &format!("; {before:.2} GB/s before the solver, {after:.2} after");
+    }
+    s += ")\n";
     if let Some(gflops) = v["peak"]["gflops"].as_f64() {
         s += &format!("  PEAK:   {:>9.3e} s/call  {gflops:>8.2} Gflop/s (adds and multiplies)\n", f(&v["peak"]["time_per_call_s"]));
     }

@@ -217,6 +217,14 @@ fn check_info_and_bench_report() {
     let o = ok(sim(&dir, &["bench", "heat2d", "--size", "64", "--seconds", "0.01", "--json"]));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(v["kernel"]["bw_eff_GBps"].as_f64().unwrap() > 0.0 && v["copy"]["bw_GBps"].as_f64().unwrap() > 0.0);
+    // COPY runs before and after the solver; the ratio uses the mean of their times per step.
+    let f = |x: &serde_json::Value| x.as_f64().unwrap_or_else(|| panic!("{v}"));
+    let (c, k) = (&v["copy"], &v["kernel"]);
+    let (before, after, copy) = (f(&c["bw_GBps_before"]), f(&c["bw_GBps_after"]), f(&c["bw_GBps"]));
+    assert!(copy >= before.min(after) && copy <= before.max(after), "{v}");
+    let mean_bw = 2.0 / (1.0 / before + 1.0 / after);
+    assert!((copy - mean_bw).abs() <= 1e-9 * copy, "{v}");
+    assert!((f(&k["fraction_of_copy"]) - f(&k["bw_eff_GBps"]) / copy).abs() <= 1e-12, "{v}");
     let o = sim(&dir, &["bench", "heat9d"]);
     assert_eq!(o.status.code(), Some(2));
     // Block shapes as BX,BY; anything else is a usage error.

@@ -432,6 +432,10 @@ pub(crate) fn time_loop(seconds: f64, mut f: impl FnMut()) -> (u64, f64) {
     (iters, start.elapsed().as_secs_f64() / iters as f64)
 }
 
+/// How far COPY's two halves may differ (relative) before the text warns that the ratio to
+/// COPY is uncertain.
+const COPY_DRIFT: f64 = 0.1;
+
 /// Human-readable form of [`bench`]'s result.
 pub fn text(v: &serde_json::Value) -> String {
     if v["name"] == "tridiag" {
@@ -464,10 +468,16 @@ pub fn text(v: &serde_json::Value) -> String {
         f(&v["copy"]["bw_GBps"]),
         v["copy"]["elements"],
     );
-    if let (Some(before), Some(after)) = (v["copy"]["bw_GBps_before"].as_f64(), v["copy"]["bw_GBps_after"].as_f64()) {
+    let halves = (v["copy"]["bw_GBps_before"].as_f64(), v["copy"]["bw_GBps_after"].as_f64());
+    if let (Some(before), Some(after)) = halves {
         s += &format!("; {before:.2} GB/s before the solver, {after:.2} after");
     }
     s += ")\n";
+    if let (Some(before), Some(after)) = halves
+        && (before - after).abs() > COPY_DRIFT * before.min(after)
+    {
+        s += "  note:    COPY's halves differ by more than 10%: the machine's bandwidth changed during the run, so the ratio to COPY is uncertain\n";
+    }
     if let Some(gflops) = v["peak"]["gflops"].as_f64() {
         s += &format!("  PEAK:   {:>9.3e} s/call  {gflops:>8.2} Gflop/s (adds and multiplies)\n", f(&v["peak"]["time_per_call_s"]));
     }
@@ -522,4 +532,26 @@ pub fn text(v: &serde_json::Value) -> String {
         }
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The text names both halves of COPY and warns only where they differ by more than 10 %.
+    #[test]
+    fn text_warns_when_copy_drifts() {
+        let run = |before: f64, after: f64| {
+            let t = (1.0 / before + 1.0 / after) / 2.0;
+            text(&serde_json::json!({
+                "name": "heat2d", "backend": "cpu", "precision": "f64", "threads": 2, "nx": 8, "ny": 8, "elements": 64,
+                "copy": { "elements": 64, "time_per_step_s": t, "bw_GBps": 1.0 / t, "bw_GBps_before": before, "bw_GBps_after": after },
+            }))
+        };
+        let steady = run(50.0, 54.0);
+        assert!(steady.contains("50.00 GB/s before the solver, 54.00 after") && !steady.contains("note:"), "{steady}");
+        for drift in [run(50.0, 56.0), run(90.0, 50.0)] {
+            assert!(drift.contains("note:") && drift.contains("uncertain"), "{drift}");
+        }
+    }
 }

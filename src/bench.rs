@@ -122,8 +122,7 @@ pub fn bench(o: &BenchOptions) -> Result<serde_json::Value> {
         let traffic = solver.as_ref().map_or(0.0, |s| s.bytes_per_step());
         let copy_elements = elements.max((traffic / (2 * o.precision.bytes()) as f64).ceil() as usize).div_ceil(row) * row;
         crate::solvers::check_memory(copy_elements.saturating_mul(2 * o.precision.bytes()))?;
-        // COPY runs before and after the solver, half its time each, so that a bandwidth that
-        // drifts during the run (other tenants of a shared machine) moves both sides alike.
+        // COPY runs before and after the solver, half its time each (see `copy_figures`).
         let copy_seconds = if solver.is_some() { o.seconds / 2.0 } else { o.seconds };
         let measure_copy = || match o.precision {
             Precision::F32 => copy::<f32>(&device, copy_elements, row, copy_seconds),
@@ -150,17 +149,9 @@ pub fn bench(o: &BenchOptions) -> Result<serde_json::Value> {
         let kernel = solver.map(|mut s| if o.power { with_power(s.as_mut(), o, &device) } else { kernel_figures(s.as_mut(), o, &device) });
         let kernel = kernel.transpose()?;
         let after = if kernel.is_some() { Some(measure_copy()?) } else { None };
-        let bw = |t: f64| copy_bytes / t / 1e9;
-        let t = after.map_or(before.1, |a| (before.1 + a.1) / 2.0);
-        v["copy"] = serde_json::json!({
-            "elements": copy_elements, "iterations": before.0 + after.map_or(0, |a| a.0), "time_per_step_s": t, "bw_GBps": bw(t)
-        });
-        if let Some(after) = after {
-            v["copy"]["bw_GBps_before"] = bw(before.1).into();
-            v["copy"]["bw_GBps_after"] = bw(after.1).into();
-        }
+        v["copy"] = copy_figures(copy_elements, copy_bytes, before, after);
         if let Some(mut k) = kernel {
-            against_bounds(&mut k, bw(t), peak);
+            against_bounds(&mut k, v["copy"]["bw_GBps"].as_f64().unwrap_or(f64::NAN), peak);
             v["kernel"] = k;
         }
         Ok(v)
@@ -221,6 +212,35 @@ fn against_bounds(k: &mut serde_json::Value, copy_bw: f64, peak: Option<f64>) {
         k["fraction_of_peak"] = (gflops / peak).into();
         k["bound"] = if f(&k["flop_per_byte"]) > peak / copy_bw { "compute" } else { "bandwidth" }.into();
     }
+}
+
+/// COPY's figures from its runs (iterations, seconds per copy of `bytes`) before and, where
+/// something was timed, after what it is set against: the mean of their times per copy.
+/// COPY runs on both sides so that a bandwidth that drifts during the run (other tenants of a
+/// shared machine) moves it as it moves what is timed between.
+pub(crate) fn copy_figures(elements: usize, bytes: f64, before: (u64, f64), after: Option<(u64, f64)>) -> serde_json::Value {
+    let bw = |t: f64| bytes / t / 1e9;
+    let t = after.map_or(before.1, |a| (before.1 + a.1) / 2.0);
+    let mut c = serde_json::json!({
+        "elements": elements, "iterations": before.0 + after.map_or(0, |a| a.0), "time_per_step_s": t, "bw_GBps": bw(t)
+    });
+    if let Some(after) = after {
+        c["bw_GBps_before"] = bw(before.1).into();
+        c["bw_GBps_after"] = bw(after.1).into();
+    }
+    c
+}
+
+/// The text of COPY's halves in `copy` (its figures), where it has two: their bandwidths, and
+/// a line of its own where they differ by more than [`COPY_DRIFT`].
+pub(crate) fn copy_halves_text(copy: &serde_json::Value, between: &str) -> Option<(String, &'static str)> {
+    let (before, after) = (copy["bw_GBps_before"].as_f64()?, copy["bw_GBps_after"].as_f64()?);
+    let note = if (before - after).abs() > COPY_DRIFT * before.min(after) {
+        "  note:    COPY's halves differ by more than 10%: the machine's bandwidth changed during the run, so the ratio to COPY is uncertain\n"
+    } else {
+        ""
+    };
+    Some((format!("{before:.2} GB/s before {between}, {after:.2} after"), note))
 }
 
 /// Time the solver's steps: BW_e from its `bytes_per_step`, Mcells/s, RDP on clouds, and the
@@ -468,16 +488,8 @@ pub fn text(v: &serde_json::Value) -> String {
         f(&v["copy"]["bw_GBps"]),
         v["copy"]["elements"],
     );
-    let halves = (v["copy"]["bw_GBps_before"].as_f64(), v["copy"]["bw_GBps_after"].as_f64());
-    if let (Some(before), Some(after)) = halves {
-        s += &format!("; {before:.2} GB/s before the solver, {after:.2} after");
-    }
-    s += ")\n";
-    if let (Some(before), Some(after)) = halves
-        && (before - after).abs() > COPY_DRIFT * before.min(after)
-    {
-        s += "  note:    COPY's halves differ by more than 10%: the machine's bandwidth changed during the run, so the ratio to COPY is uncertain\n";
-    }
+    let (halves, note) = copy_halves_text(&v["copy"], "the solver").map_or((String::new(), ""), |(h, n)| (format!("; {h}"), n));
+    s += &format!("{halves})\n{note}");
     if let Some(gflops) = v["peak"]["gflops"].as_f64() {
         s += &format!("  PEAK:   {:>9.3e} s/call  {gflops:>8.2} Gflop/s (adds and multiplies)\n", f(&v["peak"]["time_per_call_s"]));
     }

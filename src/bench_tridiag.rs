@@ -78,27 +78,38 @@ pub fn bench(o: &BenchOptions, device: &Device) -> Result<serde_json::Value> {
     }
 }
 
-/// The figures of one solve of the bench `v` (its [`header`]) timed at `t` seconds per solve,
-/// against its COPY's bandwidth.
+/// The figures of one solve of the bench `v` (its [`header`]) timed at `t` seconds per solve
+/// (its fraction of COPY comes with COPY's second half, in [`set_copy`]).
 fn figure(v: &serde_json::Value, (iters, t): (u64, f64)) -> serde_json::Value {
     let f = |x: &serde_json::Value| x.as_f64().unwrap_or(0.0);
-    let (elements, batch, copy_bw) = (f(&v["elements"]), f(&v["batch"]), f(&v["copy"]["bw_GBps"]));
-    let bytes = f(&v["bytes_per_solve"]);
+    let (elements, batch, bytes) = (f(&v["elements"]), f(&v["batch"]), f(&v["bytes_per_solve"]));
     serde_json::json!({
         "iterations": iters, "time_per_solve_s": t, "unknowns_per_s": elements / t,
-        "systems_per_s": batch / t, "bw_eff_GBps": bytes / t / 1e9, "fraction_of_copy": bytes / t / 1e9 / copy_bw,
+        "systems_per_s": batch / t, "bw_eff_GBps": bytes / t / 1e9,
     })
 }
 
-/// What was measured where, and COPY.
-fn header(o: &BenchOptions, solver: &str, size: usize, batch: usize, copy: (u64, f64)) -> serde_json::Value {
+/// What was measured where.
+fn header(o: &BenchOptions, solver: &str, size: usize, batch: usize) -> serde_json::Value {
     let elements = size * batch;
-    let bytes = (2 * elements * o.precision.bytes()) as f64;
     serde_json::json!({
         "name": "tridiag", "solver": solver, "precision": o.precision.name(), "size": size, "batch": batch,
-        "elements": elements, "bytes_per_solve": bytes, "unit": "GB/s (1e9 bytes/s)",
-        "copy": { "elements": elements, "iterations": copy.0, "time_per_step_s": copy.1, "bw_GBps": bytes / copy.1 / 1e9 },
+        "elements": elements, "bytes_per_solve": (2 * elements * o.precision.bytes()) as f64, "unit": "GB/s (1e9 bytes/s)",
     })
+}
+
+/// COPY's figures in the bench `v` from its halves before and after the solves, and every
+/// timed path's fraction of COPY.
+fn set_copy(v: &mut serde_json::Value, before: (u64, f64), after: (u64, f64)) {
+    let bytes = v["bytes_per_solve"].as_f64().unwrap_or(f64::NAN);
+    let elements = v["elements"].as_u64().unwrap_or(0) as usize;
+    v["copy"] = crate::bench::copy_figures(elements, bytes, before, Some(after));
+    let copy_bw = v["copy"]["bw_GBps"].as_f64().unwrap_or(f64::NAN);
+    for k in v.as_object_mut().into_iter().flat_map(|m| m.values_mut()) {
+        if let Some(bw) = k["bw_eff_GBps"].as_f64() {
+            k["fraction_of_copy"] = (bw / copy_bw).into();
+        }
+    }
 }
 
 /// The solves on a CUDA device: the right-hand sides uploaded once and solved in place, as
@@ -116,8 +127,10 @@ fn device_figures<T: Real>(o: &BenchOptions, gpu: &std::sync::Arc<Gpu>, solver: 
     let stream = gpu.stream.clone();
     let mut d = stream.clone_htod(&init).map_err(driver_err("upload"))?;
     let kernels = gpu.kernels::<TridiagKernel>(T::PRECISION, false)?;
-    let copy = crate::bench::copy::<T>(&Device::Cuda(gpu.clone(), Default::default()), elements, size, o.seconds)?;
-    let mut v = header(o, solver, size, batch, copy);
+    // COPY in two halves, before and after the solves.
+    let copy = |seconds| crate::bench::copy::<T>(&Device::Cuda(gpu.clone(), Default::default()), elements, size, seconds);
+    let before = copy(o.seconds / 2.0)?;
+    let mut v = header(o, solver, size, batch);
     v["backend"] = "cuda".into();
     v["device"] = gpu.name.clone().into();
     v["timing"] = "cuda events".into();
@@ -192,6 +205,7 @@ fn device_figures<T: Real>(o: &BenchOptions, gpu: &std::sync::Arc<Gpu>, solver: 
             }
         };
     }
+    set_copy(&mut v, before, copy(o.seconds / 2.0)?);
     Ok(v)
 }
 
@@ -304,8 +318,10 @@ fn figures<T: Real>(o: &BenchOptions, solver: &str, size: usize, batch: usize) -
     let a = matrix::<T>(size, T::one());
     let mut d: Vec<T> = crate::padded::zeroed_huge(elements);
     d.par_iter_mut().enumerate().for_each(|(k, x)| *x = T::of(1.0 + (k % 7) as f64 * 0.1));
-    let copy = crate::bench::copy::<T>(&Device::Cpu(Default::default()), elements, size.min(1 << 14), o.seconds)?;
-    let mut v = header(o, solver, size, batch, copy);
+    // COPY in two halves, before and after the solves.
+    let copy = |seconds| crate::bench::copy::<T>(&Device::Cpu(Default::default()), elements, size.min(1 << 14), seconds);
+    let before = copy(o.seconds / 2.0)?;
+    let mut v = header(o, solver, size, batch);
     v["backend"] = "cpu".into();
     v["threads"] = rayon::current_num_threads().into();
     let thomas = Thomas::new(&a)?;
@@ -322,6 +338,7 @@ fn figures<T: Real>(o: &BenchOptions, solver: &str, size: usize, batch: usize) -
         v["spike"] = figure(&v, time_loop(o.seconds, || plan.solve(&mut d)));
         v["thomas_sequential"] = figure(&v, time_loop(o.seconds, || thomas.solve(&mut d)));
     }
+    set_copy(&mut v, before, copy(o.seconds / 2.0)?);
     Ok(v)
 }
 
@@ -333,13 +350,15 @@ pub fn text(v: &serde_json::Value) -> String {
         None => format!("cpu ({}, {} threads)", v["precision"].as_str().unwrap_or(""), v["threads"]),
     };
     let mut s = format!(
-        "bench tridiag --solver {} on {place}, {} systems of {} unknowns\n  COPY:   {:>9.3e} s/solve {:>8.2} GB/s\n",
+        "bench tridiag --solver {} on {place}, {} systems of {} unknowns\n  COPY:   {:>9.3e} s/solve {:>8.2} GB/s",
         v["solver"].as_str().unwrap_or(""),
         v["batch"],
         v["size"],
         f(&v["copy"]["time_per_step_s"]),
         f(&v["copy"]["bw_GBps"]),
     );
+    let (halves, note) = crate::bench::copy_halves_text(&v["copy"], "the solves").map_or((String::new(), ""), |(h, n)| (format!(" ({h})"), n));
+    s += &format!("{halves}\n{note}");
     // Every timed path, and the paths that fell back (a JSON object keeps its keys sorted).
     for (key, k) in v.as_object().into_iter().flatten() {
         if let Some(r) = k["fallback"].as_str() {

@@ -275,8 +275,12 @@ fn bench_tridiag_reports_both_layouts_and_spike() {
     let dir = scratch("bench_tridiag");
     let o = ok(sim(&dir, &["bench", "tridiag", "--size", "300", "--batch", "70", "--seconds", "0.01", "--json"]));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // COPY in halves before and after the solves; each path's fraction from their mean.
+    let copy = v["copy"]["bw_GBps"].as_f64().unwrap();
+    assert!(v["copy"]["bw_GBps_before"].as_f64().is_some() && v["copy"]["bw_GBps_after"].as_f64().is_some(), "{v}");
     for key in ["interleaved", "contiguous"] {
         assert!(v[key]["bw_eff_GBps"].as_f64().unwrap() > 0.0 && v[key]["systems_per_s"].as_f64().unwrap() > 0.0, "{v}");
+        assert!((v[key]["fraction_of_copy"].as_f64().unwrap() - v[key]["bw_eff_GBps"].as_f64().unwrap() / copy).abs() <= 1e-12, "{v}");
     }
     let o = ok(sim(&dir, &["bench", "tridiag", "--solver", "spike", "--size", "100000", "--seconds", "0.01", "--json"]));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();

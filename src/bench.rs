@@ -231,14 +231,21 @@ pub(crate) fn copy_figures(elements: usize, bytes: f64, before: (u64, f64), afte
     c
 }
 
+/// How far COPY's two halves may differ (relative) before the text warns that the ratio to
+/// COPY is uncertain.
+const COPY_DRIFT: f64 = 0.1;
+
 /// The text of COPY's halves in `copy` (its figures), where it has two: their bandwidths, and
 /// a line of its own where they differ by more than [`COPY_DRIFT`].
-pub(crate) fn copy_halves_text(copy: &serde_json::Value, between: &str) -> Option<(String, &'static str)> {
+pub(crate) fn copy_halves_text(copy: &serde_json::Value, between: &str) -> Option<(String, String)> {
     let (before, after) = (copy["bw_GBps_before"].as_f64()?, copy["bw_GBps_after"].as_f64()?);
     let note = if (before - after).abs() > COPY_DRIFT * before.min(after) {
-        "  note:    COPY's halves differ by more than 10%: the machine's bandwidth changed during the run, so the ratio to COPY is uncertain\n"
+        format!(
+            "  note:    COPY's halves differ by more than {:.0}%: the machine's bandwidth changed during the run, so the ratio to COPY is uncertain\n",
+            100.0 * COPY_DRIFT
+        )
     } else {
-        ""
+        String::new()
     };
     Some((format!("{before:.2} GB/s before {between}, {after:.2} after"), note))
 }
@@ -452,10 +459,6 @@ pub(crate) fn time_loop(seconds: f64, mut f: impl FnMut()) -> (u64, f64) {
     (iters, start.elapsed().as_secs_f64() / iters as f64)
 }
 
-/// How far COPY's two halves may differ (relative) before the text warns that the ratio to
-/// COPY is uncertain.
-const COPY_DRIFT: f64 = 0.1;
-
 /// Human-readable form of [`bench`]'s result.
 pub fn text(v: &serde_json::Value) -> String {
     if v["name"] == "tridiag" {
@@ -488,7 +491,7 @@ pub fn text(v: &serde_json::Value) -> String {
         f(&v["copy"]["bw_GBps"]),
         v["copy"]["elements"],
     );
-    let (halves, note) = copy_halves_text(&v["copy"], "the solver").map_or((String::new(), ""), |(h, n)| (format!("; {h}"), n));
+    let (halves, note) = copy_halves_text(&v["copy"], "the solver").map_or_else(Default::default, |(h, n)| (format!("; {h}"), n));
     s += &format!("{halves})\n{note}");
     if let Some(gflops) = v["peak"]["gflops"].as_f64() {
         s += &format!("  PEAK:   {:>9.3e} s/call  {gflops:>8.2} Gflop/s (adds and multiplies)\n", f(&v["peak"]["time_per_call_s"]));

@@ -357,7 +357,7 @@ pub fn text(v: &serde_json::Value) -> String {
         f(&v["copy"]["time_per_step_s"]),
         f(&v["copy"]["bw_GBps"]),
     );
-    let (halves, note) = crate::bench::copy_halves_text(&v["copy"], "the solves").map_or((String::new(), ""), |(h, n)| (format!(" ({h})"), n));
+    let (halves, note) = crate::bench::copy_halves_text(&v["copy"], "the solves").map_or_else(Default::default, |(h, n)| (format!(" ({h})"), n));
     s += &format!("{halves}\n{note}");
     // Every timed path, and the paths that fell back (a JSON object keeps its keys sorted).
     for (key, k) in v.as_object().into_iter().flatten() {

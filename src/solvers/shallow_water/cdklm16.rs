@@ -199,8 +199,8 @@ impl<T: Real> Scratch<T> {
 
     /// y reconstruction of stored row `r` from the velocities of rows r-1 and r, with the
     /// velocities of row r+1 formed in the same loop (its ghost columns just before and after
-    /// it), and with `FLUX` the y fluxes
-    /// through the face between rows r-1 and r into `gn` (from the reconstruction of row r-1).
+    /// it), and with `FLUX` the y fluxes through the face between rows r-1 and r into `gn`
+    /// (from the reconstruction of row r-1).
     /// That loop is the first to read row r+1 of the fields and row r of the corner depths,
     /// and its arithmetic hides the wait for them.
     #[inline(always)]

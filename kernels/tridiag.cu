@@ -37,22 +37,20 @@ extern "C" __global__ void implicit_explicit2d(const real* __restrict__ src, rea
 // ---- Thomas ----
 
 // Solve one system in place: unknown i at x[i * step]. Thomas::solve's sweeps, over chunks of
-// THOMAS_CHUNK rows loaded before the chain runs through them: row by row, each load would
-// wait behind the previous row's store (the compiler cannot tell the rows apart, `step` being
+// CHUNK rows loaded before the chain runs through them: row by row, each load would wait
+// behind the previous row's store (the compiler cannot tell the rows apart, `step` being
 // known only at run time), one memory latency per row; a chunk's loads overlap. The same
-// operations in the same order as row by row. Eight rows keep the kernels that call this
-// within 64 registers per thread, so that blocks of up to 1024 threads launch
-// (__launch_bounds__(1024) below).
-#define THOMAS_CHUNK 8
+// operations in the same order as row by row, for any CHUNK.
+template <int CHUNK>
 __device__ __forceinline__ void thomas_sweeps(real* x, long long step, int m, const real* lower, const real* inv, const real* up, int k) {
     real prev = (real)0;  // the last row solved: x[i - 1] forward, x[i + 1] backward
-    for (int i0 = 0; i0 < m; i0 += THOMAS_CHUNK) {
-        real c[THOMAS_CHUNK];
+    for (int i0 = 0; i0 < m; i0 += CHUNK) {
+        real c[CHUNK];
 #pragma unroll
-        for (int j = 0; j < THOMAS_CHUNK; ++j)
+        for (int j = 0; j < CHUNK; ++j)
             if (i0 + j < m) c[j] = x[(i0 + j) * step];
 #pragma unroll
-        for (int j = 0; j < THOMAS_CHUNK; ++j) {
+        for (int j = 0; j < CHUNK; ++j) {
             int i = i0 + j, f = i < k ? i : k;
             if (i < m) {
                 c[j] = i == 0 ? c[j] * inv[0] : (c[j] - lower[f] * prev) * inv[f];
@@ -60,17 +58,17 @@ __device__ __forceinline__ void thomas_sweeps(real* x, long long step, int m, co
             }
         }
 #pragma unroll
-        for (int j = 0; j < THOMAS_CHUNK; ++j)
+        for (int j = 0; j < CHUNK; ++j)
             if (i0 + j < m) x[(i0 + j) * step] = c[j];
     }
     // Backward from row m - 2, prev holding row m - 1.
-    for (int i1 = m - 2; i1 >= 0; i1 -= THOMAS_CHUNK) {
-        real c[THOMAS_CHUNK];
+    for (int i1 = m - 2; i1 >= 0; i1 -= CHUNK) {
+        real c[CHUNK];
 #pragma unroll
-        for (int j = 0; j < THOMAS_CHUNK; ++j)
+        for (int j = 0; j < CHUNK; ++j)
             if (i1 - j >= 0) c[j] = x[(i1 - j) * step];
 #pragma unroll
-        for (int j = 0; j < THOMAS_CHUNK; ++j) {
+        for (int j = 0; j < CHUNK; ++j) {
             int i = i1 - j, f = i < k ? i : k;
             if (i >= 0) {
                 c[j] = c[j] - up[f] * prev;
@@ -78,27 +76,35 @@ __device__ __forceinline__ void thomas_sweeps(real* x, long long step, int m, co
             }
         }
 #pragma unroll
-        for (int j = 0; j < THOMAS_CHUNK; ++j)
+        for (int j = 0; j < CHUNK; ++j)
             if (i1 - j >= 0) x[(i1 - j) * step] = c[j];
     }
 }
 
+// The batched Thomas kernels run one thread per system, a few thousand threads in all: too
+// few to hide memory latency, so what bounds them is the bytes each thread has in flight (its
+// chunk). The host launches them in blocks of one warp (THOMAS_BLOCK in
+// src/solvers/heat/implicit_cuda.rs), spreading the systems over every multiprocessor; up to
+// 256 threads per block leaves a thread all 255 registers. On an H200 (4096 systems of 4096
+// unknowns) contiguous systems ran fastest with chunks of 8 (longer chunks: up to 3 times
+// slower), interleaved ones with chunks of 64 (1.4 times as fast as chunks of 8).
+
 // `count` systems stored one after another, one thread per system: unknown i of system s at
 // d[first + s * stride + i] (the interior of the rows of a grid; count 1 for one system).
-extern "C" __global__ void __launch_bounds__(1024) thomas_rows(real* __restrict__ d, long long first, long long stride, int m, int count,
-                                       const real* __restrict__ lower, const real* __restrict__ inv, const real* __restrict__ up, int k) {
+extern "C" __global__ void __launch_bounds__(256) thomas_rows(real* __restrict__ d, long long first, long long stride, int m, int count,
+                                      const real* __restrict__ lower, const real* __restrict__ inv, const real* __restrict__ up, int k) {
     int s = blockIdx.x * blockDim.x + threadIdx.x;
     if (s >= count) return;
-    thomas_sweeps(d + first + s * stride, 1, m, lower, inv, up, k);
+    thomas_sweeps<8>(d + first + s * stride, 1, m, lower, inv, up, k);
 }
 
 // `width` systems interleaved, one thread per system: unknown i of system s at
 // d[first + i * width + s], so a warp's loads of one row are coalesced (the columns of a grid).
-extern "C" __global__ void __launch_bounds__(1024) thomas_interleaved(real* __restrict__ d, long long first, int m, int width,
-                                              const real* __restrict__ lower, const real* __restrict__ inv, const real* __restrict__ up, int k) {
+extern "C" __global__ void __launch_bounds__(256) thomas_interleaved(real* __restrict__ d, long long first, int m, int width,
+                                             const real* __restrict__ lower, const real* __restrict__ inv, const real* __restrict__ up, int k) {
     int s = blockIdx.x * blockDim.x + threadIdx.x;
     if (s >= width) return;
-    thomas_sweeps(d + first + s, width, m, lower, inv, up, k);
+    thomas_sweeps<64>(d + first + s, width, m, lower, inv, up, k);
 }
 
 // ---- truncated SPIKE (SpikePlan::solve) ----
@@ -134,7 +140,8 @@ __device__ __forceinline__ void spike_correct(real* x, long long step, int m, in
     }
 }
 
-// (1) Every partition solves its own block in place.
+// (1) Every partition solves its own block in place. Chunks of eight rows keep it within 64
+// registers per thread, so that the configured blocks of up to 1024 threads launch.
 extern "C" __global__ void __launch_bounds__(1024) spike_local(real* __restrict__ d, long long first, int p, int width, const int* __restrict__ meta,
                                        const real* __restrict__ lower, const real* __restrict__ inv, const real* __restrict__ up) {
     long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -146,9 +153,9 @@ extern "C" __global__ void __launch_bounds__(1024) spike_local(real* __restrict_
     real* x = d + first + (long long)me[0] * width + s;
     // The one system apart, at a unit step the compiler knows.
     if (width == 1)
-        thomas_sweeps(x, 1, me[1] - me[0], lower + f, inv + f, up + f, me[2]);
+        thomas_sweeps<8>(x, 1, me[1] - me[0], lower + f, inv + f, up + f, me[2]);
     else
-        thomas_sweeps(x, width, me[1] - me[0], lower + f, inv + f, up + f, me[2]);
+        thomas_sweeps<8>(x, width, me[1] - me[0], lower + f, inv + f, up + f, me[2]);
 }
 
 // (2) The 2 x 2 system of the interface between partitions q and q + 1: bottom = x_q^b,

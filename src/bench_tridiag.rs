@@ -150,10 +150,10 @@ fn device_figures<T: Real>(o: &BenchOptions, gpu: &std::sync::Arc<Gpu>, solver: 
     let thomas = Thomas::new(&a)?;
     if solver == "thomas" {
         let t = DeviceThomas::upload(&stream, &thomas)?;
-        v["interleaved"] = measure(&mut |d| t.solve_interleaved(&kernels, &stream, d, 0, size, batch, bx), &|h| {
+        v["interleaved"] = measure(&mut |d| t.solve_interleaved(&kernels, &stream, d, 0, size, batch), &|h| {
             thomas.solve_interleaved(h, batch)
         })?;
-        v["contiguous"] = measure(&mut |d| t.solve_rows(&kernels, &stream, d, (0, size as i64), size, batch, bx), &|h| {
+        v["contiguous"] = measure(&mut |d| t.solve_rows(&kernels, &stream, d, (0, size as i64), size, batch), &|h| {
             thomas.solve_batch(h)
         })?;
         for rows in GPU_BATCH_SPIKE_ROWS.into_iter().filter(|&r| size / r >= 2) {
@@ -192,7 +192,7 @@ fn device_figures<T: Real>(o: &BenchOptions, gpu: &std::sync::Arc<Gpu>, solver: 
             // The fallback: one thread solves the whole system.
             Some(t) => {
                 let dt = DeviceThomas::upload(&stream, t)?;
-                measure(&mut |d| dt.solve_rows(&kernels, &stream, d, (0, 0), size, 1, bx), &|h| t.solve(h))?
+                measure(&mut |d| dt.solve_rows(&kernels, &stream, d, (0, 0), size, 1), &|h| t.solve(h))?
             }
             None => {
                 let mut s = DeviceSpike::upload(&kernels, &stream, &plan, 1)?;
@@ -258,7 +258,7 @@ fn split<T: Real>(
                 scope.spawn(move || -> Result<()> {
                     stream.memcpy_htod(&*host_gpu, d).map_err(driver_err("upload"))?;
                     match solver {
-                        DeviceSolver::Thomas(t) => t.solve_interleaved(kernels, stream, d, 0, size, on_gpu, bx)?,
+                        DeviceSolver::Thomas(t) => t.solve_interleaved(kernels, stream, d, 0, size, on_gpu)?,
                         DeviceSolver::Spike(s) => s.solve(kernels, stream, d, 0, bx)?,
                     }
                     stream.memcpy_dtoh(d, host_gpu).map_err(driver_err("download"))?;

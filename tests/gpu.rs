@@ -199,6 +199,32 @@ fn info_and_bench_report_the_device() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// A launch returns before its kernel has run (on the emulated driver too, which queues
+/// launches until the host waits), so a run's compute time must include waiting for its
+/// steps: per step at least half the kernel time `sim bench` measures with CUDA events.
+/// Counting the step calls alone gave launch times, on an H200 under a hundredth of the
+/// kernels' time.
+#[test]
+fn run_compute_time_waits_for_the_device() {
+    let Some(c) = cuda() else { return };
+    let dir = scratch("gpu_run_compute_time");
+    let n = if c.emulated() { 257 } else { 4097 };
+    let steps = 60;
+    let case = format!(
+        "name: t\nsolver:\n  heat2d: {{n: {n}, r: 0.2, t0: 0.001}}\ntime: {{end_step: {steps}}}\nguard: {{check_every: 20}}\n"
+    );
+    let path = write(&dir, "t.yaml", &case);
+    ok(sim_cuda(&dir, &["run", path.to_str().unwrap(), "--backend", "cuda", "--quiet", "--out", "out"]));
+    let summary: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("out/summary.json")).unwrap()).unwrap();
+    let run = summary["performance"]["time_per_step_s"].as_f64().unwrap();
+    let size = n.to_string();
+    let args = ["bench", "heat2d", "--backend", "cuda", "--size", &size, "--seconds", "0.2", "--json"];
+    let bench: serde_json::Value = serde_json::from_slice(&ok(sim_cuda(&dir, &args)).stdout).unwrap();
+    let kernel = bench["kernel"]["time_per_step_s"].as_f64().unwrap();
+    assert!(run >= 0.5 * kernel, "run: {run:.3e} s per step, kernels alone: {kernel:.3e} s\n{summary}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 /// `sim bench tridiag --backend cuda`: each path timed on the device solves the original
 /// right-hand sides once more bit for bit as the CPU does (odd sizes, partitions of unequal
 /// lengths); batched SPIKE falls back where its partitions are too short for the precision.

@@ -204,13 +204,23 @@ impl<'a> Driver<'a> {
         if due.is_empty() {
             return Ok(());
         }
-        s.sync()?;
+        self.settle(s)?;
         let r = due.into_iter().try_for_each(|activity| match activity {
             Activity::Guard => self.guard(s),
             Activity::Output => self.write_output(s),
             Activity::Checkpoint => self.write_checkpoint(s),
         });
         self.agree(r)
+    }
+
+    /// Wait for the steps queued on a device, counted as compute time (a launch returns before
+    /// its kernel has run, so the step calls alone time little more than the launches), then
+    /// bring the host copy up to date.
+    fn settle(&mut self, s: &mut dyn Solver) -> Result<()> {
+        let t0 = Instant::now();
+        s.wait()?;
+        self.compute += t0.elapsed();
+        s.sync()
     }
 
     /// Rank 0 of a decomposed run, or the one process of a serial one.
@@ -249,7 +259,7 @@ impl<'a> Driver<'a> {
 
     fn finish(&mut self, s: &mut dyn Solver, ending: Ending) -> Result<serde_json::Value> {
         self.progress.finish();
-        s.sync()?;
+        self.settle(s)?;
         for name in crate::solvers::entry(s.kind()).map_or(&[][..], |e| e.result_files) {
             self.record(name)?;
         }

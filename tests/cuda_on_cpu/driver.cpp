@@ -1,6 +1,9 @@
 // A test-only stand-in for the CUDA driver library (libcuda.so), never shipped with sim: one
-// device with Hopper's limits, whose memory is host memory, whose streams are synchronous and
-// whose kernels run on the CPU emulation (emulator.h). Modules are the cubins real NVRTC
+// device with Hopper's limits, whose memory is host memory and whose kernels run on the CPU
+// emulation (emulator.h). As on a device, a launch returns before its kernel runs: launches
+// wait in a queue until the host next copies, sets or frees device memory, records or waits
+// for an event, or synchronises, so that host code which times or reads without waiting sees
+// here what it would see on a GPU. Modules are the cubins real NVRTC
 // produced: their kernel names and parameter sizes (the .nv.info sections) select registered
 // emulations, in the precision that fits every kernel of the module. Launches are checked as
 // the driver checks them. cudarc resolves each driver function when first called, so a
@@ -197,8 +200,35 @@ CUresult emulations(const std::map<std::string, CubinKernel>& kernels, Module& m
     return SUCCESS;
 }
 
+// A launch waiting to run, its arguments copied at the launch as the driver copies them.
+struct Launch {
+    const Function* fn;
+    uint3_ grid, block;
+    unsigned shared;
+    std::vector<std::vector<unsigned char>> args;
+};
+std::vector<Launch> queued;
+
+// Run the queued launches in order (`lock` held).
+void drain() {
+    for (Launch& l : queued) {
+        std::vector<void*> params;
+        for (auto& a : l.args) params.push_back(a.data());
+        sim_emu::launch(*l.fn->kernel, l.grid, l.block, l.shared, params.data());
+    }
+    queued.clear();
+}
+
+// Wait for the queued launches.
+CUresult synchronise() {
+    std::lock_guard<std::mutex> g(lock);
+    drain();
+    return SUCCESS;
+}
+
 CUresult copy(void* dst, const void* src, std::size_t n, CUdeviceptr device_side) {
     std::lock_guard<std::mutex> g(lock);
+    drain();
     if (!valid_range(device_side, n)) return complain(INVALID_VALUE, "copy of %s bytes outside an allocation", std::to_string(n));
     std::memmove(dst, src, n);
     return SUCCESS;
@@ -263,7 +293,7 @@ API CUresult cuCtxGetCurrent(void** ctx) {
     *ctx = current_context;
     return SUCCESS;
 }
-API CUresult cuCtxSynchronize() { return SUCCESS; }
+API CUresult cuCtxSynchronize() { return synchronise(); }
 
 // ---- memory: host memory, 0xff bytes (NaN) until written ----
 
@@ -279,6 +309,7 @@ API CUresult cuMemAlloc_v2(CUdeviceptr* p, std::size_t n) {
 }
 API CUresult cuMemFree_v2(CUdeviceptr p) {
     std::lock_guard<std::mutex> g(lock);
+    drain();
     if (!allocations.erase((std::uintptr_t)p)) return INVALID_VALUE;
     std::free((void*)p);
     return SUCCESS;
@@ -310,23 +341,25 @@ API CUresult cuMemcpyDtoHAsync_v2(void* h, CUdeviceptr d, std::size_t n, CUstrea
 API CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, std::size_t n, CUstream) { return cuMemcpyDtoD_v2(d, s, n); }
 API CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, std::size_t n) {
     std::lock_guard<std::mutex> g(lock);
+    drain();
     if (!valid_range(d, n)) return INVALID_VALUE;
     std::memset((void*)d, v, n);
     return SUCCESS;
 }
 API CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, std::size_t n, CUstream) { return cuMemsetD8_v2(d, v, n); }
 
-// ---- streams and events: everything has completed when a call returns ----
+// ---- streams and events: one queue of launches for every stream ----
 
 API CUresult cuStreamCreate(CUstream* s, unsigned) {
     *s = new char;
     return SUCCESS;
 }
 API CUresult cuStreamDestroy_v2(CUstream s) {
+    synchronise();
     delete (char*)s;
     return SUCCESS;
 }
-API CUresult cuStreamSynchronize(CUstream) { return SUCCESS; }
+API CUresult cuStreamSynchronize(CUstream) { return synchronise(); }
 API CUresult cuStreamWaitEvent(CUstream, void*, unsigned) { return SUCCESS; }
 API CUresult cuEventCreate(void** e, unsigned) {
     *e = new Event;
@@ -336,12 +369,14 @@ API CUresult cuEventDestroy_v2(void* e) {
     delete (Event*)e;
     return SUCCESS;
 }
+// The event completes with the work queued before it: its time is taken after that work ran.
 API CUresult cuEventRecord(void* e, CUstream) {
+    synchronise();
     *(Event*)e = Event{std::chrono::steady_clock::now(), true};
     return SUCCESS;
 }
-API CUresult cuEventSynchronize(void*) { return SUCCESS; }
-API CUresult cuEventQuery(void*) { return SUCCESS; }
+API CUresult cuEventSynchronize(void*) { return synchronise(); }
+API CUresult cuEventQuery(void*) { return synchronise(); }
 // The wall time between the two records: what the emulation took.
 API CUresult cuEventElapsedTime(float* ms, void* start, void* end) {
     auto *a = (Event*)start, *b = (Event*)end;
@@ -363,6 +398,7 @@ API CUresult cuModuleLoadData(void** module, const void* image) {
     return r;
 }
 API CUresult cuModuleUnload(void* module) {
+    synchronise();
     delete (Module*)module;
     return SUCCESS;
 }
@@ -392,7 +428,7 @@ API CUresult cuFuncSetAttribute(void* f, int attr, int value) {
 }
 
 // The driver's checks (block and grid limits, dynamic shared memory within the function's
-// current limit, arguments given), then the launch on the emulator.
+// current limit, arguments given), then the launch queued for the emulator.
 API CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                             unsigned shared, CUstream, void** params, void** extra) {
     auto* fn = (Function*)f;
@@ -406,8 +442,13 @@ API CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsi
         return LAUNCH_OUT_OF_RESOURCES;
     if (extra) return complain(NOT_SUPPORTED, "%s: launch arguments through `extra` are not emulated", fn->name);
     if (!params && !fn->params.empty()) return INVALID_VALUE;
+    Launch l{fn, {gx, gy, gz}, {bx, by, bz}, shared, {}};
+    for (std::size_t i = 0; i < fn->params.size(); ++i) {
+        auto* a = (const unsigned char*)params[i];
+        l.args.emplace_back(a, a + fn->params[i]);
+    }
     std::lock_guard<std::mutex> g(lock);
-    sim_emu::launch(*fn->kernel, {gx, gy, gz}, {bx, by, bz}, shared, params);
+    queued.push_back(std::move(l));
     return SUCCESS;
 }
 

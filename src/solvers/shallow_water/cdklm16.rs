@@ -146,6 +146,37 @@ impl<T: Real> YRow<'_, T> {
     }
 }
 
+/// The rows one row's x fluxes are formed from: the x reconstruction and what it started from.
+/// A method rather than a closure, which the compiler would not inline into the loop (it is
+/// also called before it), leaving the loop in scalar code.
+struct XFaces<'a, T> {
+    e: &'a [T],
+    u: &'a [T],
+    v: &'a [T],
+    ux: &'a [T],
+    vx: &'a [T],
+    tx: &'a [T],
+    /// Corner depths of the row's south and north faces.
+    bi0: &'a [T],
+    bi1: &'a [T],
+    g: T,
+}
+
+impl<T: Real> XFaces<'_, T> {
+    /// The central-upwind flux through face k, between cells k and k+1.
+    #[inline(always)]
+    fn flux(&self, k: usize) -> [T; 3] {
+        let half = T::of(0.5);
+        let (e, u, v, ux, vx, tx) = (self.e, self.u, self.v, self.ux, self.vx, self.tx);
+        let hf = half * (self.bi0[k + 1] + self.bi1[k + 1]);
+        let hm = (e[k] + hf) + tx[k];
+        let hp = (e[k + 1] + hf) - tx[k + 1];
+        let (um, up) = (u[k] + half * ux[k], u[k + 1] - half * ux[k + 1]);
+        let (vm, vp) = (v[k] + half * vx[k], v[k + 1] - half * vx[k + 1]);
+        flux(hm, um, vm, hp, up, vp, self.g)
+    }
+}
+
 /// Per-row scratch of one band.
 struct Scratch<T> {
     /// Velocities u, v of three consecutive rows (all columns), row r in slot r % 3.
@@ -160,11 +191,10 @@ struct Scratch<T> {
     /// y fluxes through the south and north faces of the current row.
     gs: [Vec<T>; 3],
     gn: [Vec<T>; 3],
-    /// x reconstruction (all columns) and x fluxes (face k between cells k and k+1).
+    /// x reconstruction (all columns).
     ux: Vec<T>,
     vx: Vec<T>,
     tx: Vec<T>,
-    fx: [Vec<T>; 3],
 }
 
 impl<T: Real> Scratch<T> {
@@ -181,7 +211,6 @@ impl<T: Real> Scratch<T> {
             ux: z(w),
             vx: z(w),
             tx: z(w),
-            fx: [z(w), z(w), z(w)],
         }
     }
 
@@ -263,33 +292,29 @@ impl<T: Real> Scratch<T> {
             tx[k] = (minmod(b, c, d) + dxf * v[k]) / g2;
         }
         let (bi0, bi1) = (&gr.bi.row(l)[..w + 1], &gr.bi.row(l + 1)[..w + 1]);
-        let [f1, f2, f3] = &mut self.fx;
-        let (f1, f2, f3) = (&mut f1[..w], &mut f2[..w], &mut f3[..w]);
-        for k in 1..w - 2 {
-            let hf = half * (bi0[k + 1] + bi1[k + 1]);
-            let hm = (e[k] + hf) + tx[k];
-            let hp = (e[k + 1] + hf) - tx[k + 1];
-            let (um, up) = (u[k] + half * ux[k], u[k + 1] - half * ux[k + 1]);
-            let (vm, vp) = (v[k] + half * vx[k], v[k + 1] - half * vx[k + 1]);
-            [f1[k], f2[k], f3[k]] = flux(hm, um, vm, hp, up, vp, g);
-        }
+        let x_faces = XFaces { e, u, v, ux, vx, tx, bi0, bi1, g };
         let (hu, hv, bm) = (&q.hu.row(l)[..w], &q.hv.row(l)[..w], &gr.bm.row(l)[..w]);
         let [gs1, gs2, gs3] = &self.gs;
         let (gs1, gs2, gs3) = (&gs1[..nx], &gs2[..nx], &gs3[..nx]);
         let [gn1, gn2, gn3] = &self.gn;
         let (gn1, gn2, gn3) = (&gn1[..nx], &gn2[..nx], &gn3[..nx]);
         let [x, y] = gr.wind;
+        // Each x flux is formed once, in the loop of the cell to its west, and carried to the
+        // next column (a stored row of fluxes would be written and read back twice).
+        let mut fw = x_faces.flux(1);
         for i in 0..nx {
             let k = i + 2;
+            let fe = x_faces.flux(k);
             let h_w = half * (bi0[k] + bi1[k]);
             let h_e = half * (bi0[k + 1] + bi1[k + 1]);
             let h_s = half * (bi0[k] + bi0[k + 1]);
             let h_n = half * (bi1[k] + bi1[k + 1]);
             let gh = g * (e[k] + bm[k]);
-            let l1 = -(f1[k] - f1[k - 1]) / dx - (gn1[i] - gs1[i]) / dy;
-            let l2 = -(f2[k] - f2[k - 1]) / dx - (gn2[i] - gs2[i]) / dy + f * hv[k] + gh * (h_e - h_w) / dx + x;
-            let l3 = -(f3[k] - f3[k - 1]) / dx - (gn3[i] - gs3[i]) / dy - f * hu[k] + gh * (h_n - h_s) / dy + y;
+            let l1 = -(fe[0] - fw[0]) / dx - (gn1[i] - gs1[i]) / dy;
+            let l2 = -(fe[1] - fw[1]) / dx - (gn2[i] - gs2[i]) / dy + f * hv[k] + gh * (h_e - h_w) / dx + x;
+            let l3 = -(fe[2] - fw[2]) / dx - (gn3[i] - gs3[i]) / dy - f * hu[k] + gh * (h_n - h_s) / dy + y;
             out.put(i, [l1, l2, l3]);
+            fw = fe;
         }
     }
 }

@@ -134,6 +134,30 @@ impl<T: Real> YRow<'_, T> {
     }
 }
 
+/// The rows one row's x fluxes are formed from: η, hu, hv and their x half-slopes. A method
+/// rather than a closure, which the compiler would not inline into the loop (it is also called
+/// before it), leaving the loop in scalar code.
+struct XFaces<'a, T> {
+    q: [&'a [T]; 3],
+    s: [&'a [T]; 3],
+    /// Corner depths of the row's south and north faces.
+    bi0: &'a [T],
+    bi1: &'a [T],
+    g: T,
+}
+
+impl<T: Real> XFaces<'_, T> {
+    /// The flux through face k, between cells k and k+1.
+    #[inline(always)]
+    fn flux(&self, k: usize) -> [T; 3] {
+        let ([e, hu, hv], [se, su, sv]) = (self.q, self.s);
+        let hf = T::of(0.5) * (self.bi0[k + 1] + self.bi1[k + 1]);
+        let qm = [e[k] + se[k], hu[k] + su[k], hv[k] + sv[k]];
+        let qp = [e[k + 1] - se[k + 1], hu[k + 1] - su[k + 1], hv[k + 1] - sv[k + 1]];
+        flux(qm, qp, hf, self.g)
+    }
+}
+
 /// Per-row scratch of one band.
 struct Scratch<T> {
     /// y reconstruction of two consecutive rows (interior columns), row r in slot r % 2: the
@@ -144,9 +168,8 @@ struct Scratch<T> {
     /// y fluxes through the south and north faces of the current row.
     gs: [Vec<T>; 3],
     gn: [Vec<T>; 3],
-    /// x half-slopes (all columns) and x fluxes (face k between cells k and k+1).
+    /// x half-slopes (all columns).
     sx: [Vec<T>; 3],
-    fx: [Vec<T>; 3],
 }
 
 impl<T: Real> Scratch<T> {
@@ -159,7 +182,6 @@ impl<T: Real> Scratch<T> {
             gs: three(nx),
             gn: three(nx),
             sx: three(w),
-            fx: three(w),
         }
     }
 
@@ -207,14 +229,7 @@ impl<T: Real> Scratch<T> {
             su[k] = slope(hu[k - 1], hu[k], hu[k + 1], theta);
             sv[k] = slope(hv[k - 1], hv[k], hv[k + 1], theta);
         }
-        let [f1, f2, f3] = &mut self.fx;
-        let (f1, f2, f3) = (&mut f1[..w], &mut f2[..w], &mut f3[..w]);
-        for k in 1..w - 2 {
-            let hf = half * (bi0[k + 1] + bi1[k + 1]);
-            let qm = [e[k] + se[k], hu[k] + su[k], hv[k] + sv[k]];
-            let qp = [e[k + 1] - se[k + 1], hu[k + 1] - su[k + 1], hv[k + 1] - sv[k + 1]];
-            [f1[k], f2[k], f3[k]] = flux(qm, qp, hf, g);
-        }
+        let x_faces = XFaces { q: [e, hu, hv], s: [se, su, sv], bi0, bi1, g };
         let f = gr.f[l];
         let [x, y] = gr.wind;
         let [gs1, gs2, gs3] = &self.gs;
@@ -222,15 +237,20 @@ impl<T: Real> Scratch<T> {
         let [gn1, gn2, gn3] = &self.gn;
         let (gn1, gn2, gn3) = (&gn1[..nx], &gn2[..nx], &gn3[..nx]);
         let source_y = &self.source[l % 2][..nx];
+        // Each x flux is formed once, in the loop of the cell to its west, and carried to the
+        // next column (a stored row of fluxes would be written and read back twice).
+        let mut fw = x_faces.flux(1);
         for i in 0..nx {
             let k = i + 2;
+            let fe = x_faces.flux(k);
             let h_w = half * (bi0[k] + bi1[k]);
             let h_e = half * (bi0[k + 1] + bi1[k + 1]);
             let source_x = hg * (h_e - h_w) * ((((e[k] + se[k]) + h_e) + (e[k] - se[k])) + h_w);
-            let l1 = -(f1[k] - f1[k - 1]) / dx + -(gn1[i] - gs1[i]) / dy;
-            let l2 = (-(f2[k] - f2[k - 1]) / dx + source_x / dx) + (-(gn2[i] - gs2[i]) / dy + (x + f * hv[k]));
-            let l3 = -(f3[k] - f3[k - 1]) / dx + (-(gn3[i] - gs3[i]) / dy + ((y - f * hu[k]) + source_y[i] / dy));
+            let l1 = -(fe[0] - fw[0]) / dx + -(gn1[i] - gs1[i]) / dy;
+            let l2 = (-(fe[1] - fw[1]) / dx + source_x / dx) + (-(gn2[i] - gs2[i]) / dy + (x + f * hv[k]));
+            let l3 = -(fe[2] - fw[2]) / dx + (-(gn3[i] - gs3[i]) / dy + ((y - f * hu[k]) + source_y[i] / dy));
             out.put(i, [l1, l2, l3]);
+            fw = fe;
         }
     }
 }

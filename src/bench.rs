@@ -66,6 +66,9 @@ pub fn bench(o: &BenchOptions) -> Result<serde_json::Value> {
     if o.cpu.subnormals == crate::cpu::Subnormals::Flush && o.backend == Backend::Cuda {
         return input("--subnormals flush belongs to the CPU (--backend cpu); the CUDA back end keeps them");
     }
+    if o.gpu.fast_math && o.backend != Backend::Cuda {
+        return input("--fast-math compiles the CUDA kernels: it needs --backend cuda");
+    }
     if o.power && (o.backend != Backend::Cuda || tridiag || o.name == "copy") {
         return input("--power samples the GPU's power with nvidia-smi: a solver with --backend cuda");
     }
@@ -177,6 +180,7 @@ fn header(o: &BenchOptions, device: &Device, elements: usize, s: Option<&dyn Sol
             v["device"] = gpu.name.clone().into();
             v["variant"] = opts.variant.name().into();
             v["block"] = serde_json::json!(opts.block());
+            v["fast_math"] = opts.fast_math.into();
             if o.name == "lskum" {
                 v["flux"] = opts.flux.name().into();
             }
@@ -468,6 +472,7 @@ pub fn text(v: &serde_json::Value) -> String {
         Some(d) => format!("{d}, {} {}", v["variant"].as_str().unwrap_or(""), v["block"]),
         None => format!("{} threads", v["threads"]),
     };
+    let on = if v["fast_math"] == true { format!("{on}, fast math") } else { on };
     let on = match v["subnormals"].as_str() {
         Some("flush") => format!("{on}, subnormals flushed"),
         _ => on,

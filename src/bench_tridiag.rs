@@ -126,13 +126,14 @@ fn device_figures<T: Real>(o: &BenchOptions, gpu: &std::sync::Arc<Gpu>, solver: 
     let init: Vec<T> = (0..elements).into_par_iter().map(|k| T::of(1.0 + (k % 7) as f64 * 0.1)).collect();
     let stream = gpu.stream.clone();
     let mut d = stream.clone_htod(&init).map_err(driver_err("upload"))?;
-    let kernels = gpu.kernels::<TridiagKernel>(T::PRECISION, false)?;
+    let kernels = gpu.kernels::<TridiagKernel>(T::PRECISION, o.gpu.fast_math)?;
     // COPY in two halves, before and after the solves.
     let copy = |seconds| crate::bench::copy::<T>(&Device::Cuda(gpu.clone(), Default::default()), elements, size, seconds);
     let before = copy(o.seconds / 2.0)?;
     let mut v = header(o, solver, size, batch);
     v["backend"] = "cuda".into();
     v["device"] = gpu.name.clone().into();
+    v["fast_math"] = o.gpu.fast_math.into();
     v["timing"] = "cuda events".into();
     let head = v.clone();
     // Time `solve`, then solve `init` once more and compare with `cpu` solving it.
@@ -346,6 +347,7 @@ fn figures<T: Real>(o: &BenchOptions, solver: &str, size: usize, batch: usize) -
 pub fn text(v: &serde_json::Value) -> String {
     let f = |x: &serde_json::Value| x.as_f64().unwrap_or(0.0);
     let place = match v["device"].as_str() {
+        Some(d) if v["fast_math"] == true => format!("cuda ({}, {d}, fast math)", v["precision"].as_str().unwrap_or("")),
         Some(d) => format!("cuda ({}, {d})", v["precision"].as_str().unwrap_or("")),
         None => format!("cpu ({}, {} threads)", v["precision"].as_str().unwrap_or(""), v["threads"]),
     };

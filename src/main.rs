@@ -163,6 +163,11 @@ enum Command {
         /// On the CPU: compute with subnormal numbers (keep, IEEE) or flush them to zero.
         #[arg(long, value_enum, default_value_t = sim::cpu::Subnormals::Keep)]
         subnormals: sim::cpu::Subnormals,
+        /// With --backend cuda: compile the kernels with --use_fast_math, as `gpu.fast_math:
+        /// true` in a case (approximate division and square root, FMA contraction, subnormals
+        /// flushed; the results no longer equal the CPU's bit for bit).
+        #[arg(long)]
+        fast_math: bool,
     },
 }
 
@@ -236,6 +241,7 @@ fn main() -> ExitCode {
             renumber,
             math,
             subnormals,
+            fast_math,
             power,
         } => {
             let backend = match backend {
@@ -245,7 +251,7 @@ fn main() -> ExitCode {
             };
             match block.as_deref() {
                 None | Some([_, _]) => {
-                    let gpu = GpuOptions { variant, block: block.map(|b| [b[0], b[1]]), fast_math: false, flux };
+                    let gpu = GpuOptions { variant, block: block.map(|b| [b[0], b[1]]), fast_math, flux };
                     let cpu = sim::cpu::CpuOptions { temporal_block, math, subnormals };
                     let o = BenchOptions {
                         backend, gpu, cpu, name, size, scheme, precision, threads, seconds, batch, solver, cpu_share, renumber,

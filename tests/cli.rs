@@ -267,6 +267,9 @@ fn bench_sets_counted_flops_against_peak() {
     let o = sim(&dir, &[&args[..], &["--subnormals", "flush", "--backend", "cuda"]].concat());
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--subnormals flush"));
+    let o = sim(&dir, &[&args[..], &["--scheme", "fbl", "--fast-math"]].concat());
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--fast-math"));
     std::fs::remove_dir_all(dir).unwrap();
 }
 

@@ -8,7 +8,7 @@
 //! order).
 
 mod common;
-use common::emulation::{cuda, last_checkpoint, run_across_back_ends, sim_cuda};
+use common::emulation::{cuda, last_checkpoint, run_across_back_ends, sim_cuda, sim_cuda_command};
 use common::*;
 
 use std::io::Read;
@@ -348,5 +348,31 @@ fn bench_runs_and_bad_blocks_are_refused() {
         assert_eq!(o.status.code(), Some(2), "{gpu}: {}", stderr(&o));
         assert!(stderr(&o).contains("gpu.block"), "{gpu}: {}", stderr(&o));
     }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// `sim bench --fast-math` compiles the kernels with --use_fast_math (cubins the IEEE build
+/// does not have) and says so in its figures and text.
+#[test]
+fn bench_fast_math_compiles_the_kernels_with_fast_math() {
+    let Some(_) = cuda() else { return };
+    let dir = scratch("gpu_swe_fv_fast_math");
+    let bench = |fast: bool, json: bool| -> (String, std::collections::BTreeSet<Vec<u8>>) {
+        let cache = dir.join(if fast { "fast" } else { "ieee" });
+        let mut args = vec!["bench", "shallow_water", "--backend", "cuda", "--scheme", "cdklm16", "--size", "40", "--seconds", "0.01"];
+        args.extend(fast.then_some("--fast-math"));
+        args.extend(json.then_some("--json"));
+        let o = ok(sim_cuda_command(&dir, &args).env("SIM_CACHE_DIR", &cache).output().unwrap());
+        let cubins = std::fs::read_dir(&cache).unwrap().flatten().map(|e| e.path());
+        let cubins = cubins.filter(|p| p.extension().is_some_and(|x| x == "cubin")).map(|p| std::fs::read(p).unwrap());
+        (String::from_utf8_lossy(&o.stdout).to_string(), cubins.collect())
+    };
+    let (ieee, ieee_cubins) = bench(false, true);
+    let (fast, fast_cubins) = bench(true, true);
+    let figure = |text: &str| serde_json::from_str::<serde_json::Value>(text).unwrap()["fast_math"].as_bool();
+    assert_eq!((figure(&ieee), figure(&fast)), (Some(false), Some(true)), "{ieee}\n{fast}");
+    assert!(!fast_cubins.is_subset(&ieee_cubins), "no kernel file was compiled otherwise");
+    assert!(bench(true, false).0.contains("fast math"));
+    assert!(!bench(false, false).0.contains("fast math"));
     std::fs::remove_dir_all(dir).unwrap();
 }

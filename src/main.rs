@@ -163,7 +163,7 @@ enum Command {
         /// On the CPU: compute with subnormal numbers (keep, IEEE) or flush them to zero.
         #[arg(long, value_enum, default_value_t = sim::cpu::Subnormals::Keep)]
         subnormals: sim::cpu::Subnormals,
-        /// With --backend cuda: compile the kernels with --use_fast_math, as `gpu.fast_math:
+        /// With --backend cuda: compile the kernels with NVRTC's fast math, as `gpu.fast_math:
         /// true` in a case (approximate division and square root, FMA contraction, subnormals
         /// flushed; the results no longer equal the CPU's bit for bit).
         #[arg(long)]

@@ -27,7 +27,9 @@
 //! are shared (GPU Ocean itself runs with fast, approximate division): each cell's
 //! `1/h` (`h = H + η`) and each corner's `1/D`, `D = ¼((h_SW + h_SE) + (h_NW + h_NE))`
 //! (= `H̄ + η̄`), are computed once per step and used by the U and V updates that need
-//! them, and divisions by constants are multiplications by their reciprocals. This changes
+//! them (each corner's advection term `(U_S + U_N)(V_W + V_E)/D` too, which the U and V
+//! updates of its rows share), and divisions by constants are multiplications by their
+//! reciprocals. This changes
 //! results only at round-off level (the f32 regression errors stay ≈ 3e-6).
 //!
 //! CPU structure (spec §8): one fused pass, parallel over blocks of output rows, reads
@@ -220,14 +222,14 @@ impl<T: Real> Ctcs<T> {
         // The north boundary faces (row ny + 1) of V.
         let mut h = [vec![T::zero(); we], vec![T::zero(); we]];
         let mut rh = [vec![T::zero(); we], vec![T::zero(); we]];
-        let mut rc = vec![T::zero(); nx + 1];
+        let mut x = vec![T::zero(); nx + 1];
         // SAFETY (the row kernels): `inp` views level n, which no one writes during the pass.
         unsafe {
             for (i, l) in [ny, ny + 1].into_iter().enumerate() {
                 depth_row(&mut h[i], &mut rh[i], l, 0..we, &inp);
             }
-            corner_row(&mut rc, &h[0], &h[1], 0..nx + 1);
-            v_row(&mut hv_north[1..nx + 1], ny + 1, 1..nx + 1, &inp, &c, &rh[0], &rh[1], &rc);
+            corner_row(&mut x, &h[0], &h[1], ny, 0..nx + 1, &inp);
+            v_row(&mut hv_north[1..nx + 1], ny + 1, 1..nx + 1, &inp, &c, &rh[0], &rh[1], &x);
         }
     }
 
@@ -269,13 +271,13 @@ struct Blocked<'a, T> {
 }
 
 /// One task's rolling rows of one level, as in the unblocked pass: after the call for row
-/// `row - 1`, h and 1/h of the cell rows `row - 2` and `row - 1` (and a free row), and 1/D
-/// of the corners between them.
+/// `row - 1`, h and 1/h of the cell rows `row - 2` and `row - 1` (and a free row), and the
+/// corner terms ([`corner_row`]) between them.
 struct Rolling<T> {
     row: usize,
     h: [Vec<T>; 2],
     rh: [Vec<T>; 3],
-    rc: [Vec<T>; 2],
+    x: [Vec<T>; 2],
 }
 
 impl<T: Real> RowStencil for Blocked<'_, T> {
@@ -297,7 +299,7 @@ impl<T: Real> RowStencil for Blocked<'_, T> {
         }
         let r = scratch[t].get_or_insert_with(|| {
             let row = |w: usize| vec![T::zero(); w];
-            Rolling { row: 0, h: [row(nx + 2), row(nx + 2)], rh: [row(nx + 2), row(nx + 2), row(nx + 2)], rc: [row(nx + 1), row(nx + 1)] }
+            Rolling { row: 0, h: [row(nx + 2), row(nx + 2)], rh: [row(nx + 2), row(nx + 2), row(nx + 2)], x: [row(nx + 1), row(nx + 1)] }
         });
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx512f") {
@@ -346,23 +348,23 @@ impl<T: Real> Blocked<'_, T> {
                 let ([h0, h1], [rh0, rh1, _]) = (&mut r.h, &mut r.rh);
                 depth_row(h0, rh0, j - 1, depths.clone(), &inp);
                 depth_row(h1, rh1, j, depths.clone(), &inp);
-                corner_row(&mut r.rc[0], h0, h1, corners.clone());
+                corner_row(&mut r.x[0], h0, h1, j - 1, corners.clone(), &inp);
             }
             let [h_lo, h_hi] = &mut r.h;
             // h row j - 1 is no longer needed: row j + 1 takes its place.
             depth_row(h_lo, &mut r.rh[2], j + 1, depths, &inp);
-            corner_row(&mut r.rc[1], h_hi, h_lo, corners);
+            corner_row(&mut r.x[1], h_hi, h_lo, j, corners, &inp);
             if !faces.is_empty() {
-                u_row(hu.seg_mut(j, faces.start, faces.len()), j, faces, &inp, c, &r.rh[1], &r.rc[0], &r.rc[1]);
+                u_row(hu.seg_mut(j, faces.start, faces.len()), j, faces, &inp, c, &r.rh[1], &r.x[0], &r.x[1]);
             }
             if !cells.is_empty() {
                 let n = cells.len();
-                v_row(hv.seg_mut(j, lo, n), j, cells.clone(), &inp, c, &r.rh[0], &r.rh[1], &r.rc[0]);
+                v_row(hv.seg_mut(j, lo, n), j, cells.clone(), &inp, c, &r.rh[0], &r.rh[1], &r.x[0]);
                 eta_row(eta.seg_mut(j, lo, n), j, cells, &inp, c);
             }
             r.h.swap(0, 1);
             r.rh.rotate_left(1);
-            r.rc.swap(0, 1);
+            r.x.swap(0, 1);
             r.row = j + 1;
             // The ghost pass for what the next level reads: the ghost columns of this row
             // (U's boundary faces are already zero), rows 0 and ny + 1 of η and U.
@@ -423,10 +425,10 @@ fn rows_body<T: Real>(
     let (nx, we, wu, wv) = (c.nx, c.nx + 2, c.nx + 3, c.nx + 2);
     let (cells, corners) = (0..we, 0..nx + 1);
     // Rolling rows shared by the U and V updates: h = H + η of cell rows l-1, l (then l,
-    // l+1), 1/h of rows l-1, l, l+1, and 1/(corner depth) of the corner rows l-1/2, l+1/2.
+    // l+1), 1/h of rows l-1, l, l+1, and the corner terms of the corner rows l-1/2, l+1/2.
     let mut h = [vec![T::zero(); we], vec![T::zero(); we]];
     let mut rh = [vec![T::zero(); we], vec![T::zero(); we], vec![T::zero(); we]];
-    let mut rc = [vec![T::zero(); c.nx + 1], vec![T::zero(); c.nx + 1]];
+    let mut x = [vec![T::zero(); c.nx + 1], vec![T::zero(); c.nx + 1]];
     // SAFETY (the row kernels): `inp` views level n, which no one writes during the pass,
     // and every row read (0..=ny+2) exists.
     unsafe {
@@ -434,7 +436,7 @@ fn rows_body<T: Real>(
         let [rh0, rh1, _] = &mut rh;
         depth_row(h0, rh0, a - 1, cells.clone(), inp);
         depth_row(h1, rh1, a, cells.clone(), inp);
-        corner_row(&mut rc[0], h0, h1, corners.clone());
+        corner_row(&mut x[0], h0, h1, a - 1, corners.clone(), inp);
     }
     for r in 0..e.len() / we {
         let l = a + r;
@@ -443,14 +445,14 @@ fn rows_body<T: Real>(
             let [h_lo, h_hi] = &mut h;
             // h row l - 1 is no longer needed: row l + 1 takes its place.
             depth_row(h_lo, &mut rh[2], l + 1, cells.clone(), inp);
-            corner_row(&mut rc[1], h_hi, h_lo, corners.clone());
-            u_row(&mut u[r * wu + 1..r * wu + nx + 2], l, 1..nx + 2, inp, c, &rh[1], &rc[0], &rc[1]);
-            v_row(&mut v[r * wv + 1..r * wv + nx + 1], l, 1..nx + 1, inp, c, &rh[0], &rh[1], &rc[0]);
+            corner_row(&mut x[1], h_hi, h_lo, l, corners.clone(), inp);
+            u_row(&mut u[r * wu + 1..r * wu + nx + 2], l, 1..nx + 2, inp, c, &rh[1], &x[0], &x[1]);
+            v_row(&mut v[r * wv + 1..r * wv + nx + 1], l, 1..nx + 1, inp, c, &rh[0], &rh[1], &x[0]);
             eta_row(&mut e[r * we + 1..r * we + nx + 1], l, 1..nx + 1, inp, c);
         }
         h.swap(0, 1);
         rh.rotate_left(1);
-        rc.swap(0, 1);
+        x.swap(0, 1);
     }
 }
 
@@ -470,23 +472,33 @@ unsafe fn depth_row<T: Real>(h: &mut [T], inv: &mut [T], l: usize, ks: Range<usi
     }
 }
 
-/// `1/D` at the corners `cs` between cell rows `south` and `north` (their depths h), corner
-/// `c` between columns `c` and `c + 1` (`c = 0..=nx`), `D = ¼((h_SW + h_SE) + (h_NW + h_NE))`.
+/// The advection term both momentum updates share at the corners `cs` between cell rows `l`
+/// and `l + 1` (their depths h in `south`, `north`), corner `c` between columns `c` and
+/// `c + 1` (`c = 0..=nx`): `(U_S + U_N) (V_W + V_E) / D` with the U faces south and north of
+/// it, the V faces west and east, and `D = ¼((h_SW + h_SE) + (h_NW + h_NE))`. U of row `l`
+/// takes the difference of its north and south corners, V of row `l + 1` of its east and west
+/// ones: formed once here, in the order both wrote it out.
+///
+/// # Safety
+/// `inp` may be read there (U of rows `l`, `l + 1` and V of row `l + 1`, one column beyond).
 #[inline(always)]
-fn corner_row<T: Real>(out: &mut [T], south: &[T], north: &[T], cs: Range<usize>) {
+unsafe fn corner_row<T: Real>(out: &mut [T], south: &[T], north: &[T], l: usize, cs: Range<usize>, inp: &Inputs<T>) {
     let (c0, m) = (cs.start, cs.len());
     let out = &mut out[cs];
     let (sw, se) = (&south[c0..c0 + m], &south[c0 + 1..c0 + m + 1]);
     let (nw, ne) = (&north[c0..c0 + m], &north[c0 + 1..c0 + m + 1]);
+    let (u_s, u_n) = unsafe { (inp.hu.seg(l, c0 + 1, m), inp.hu.seg(l + 1, c0 + 1, m)) };
+    let (v_w, v_e) = unsafe { (inp.hv.seg(l + 1, c0, m), inp.hv.seg(l + 1, c0 + 1, m)) };
     let (one, quarter) = (T::one(), T::of(0.25));
     for k in 0..m {
-        out[k] = one / (quarter * ((sw[k] + se[k]) + (nw[k] + ne[k])));
+        let rd = one / (quarter * ((sw[k] + se[k]) + (nw[k] + ne[k])));
+        out[k] = (u_n[k] + u_s[k]) * (v_e[k] + v_w[k]) * rd;
     }
 }
 
 /// U of row `l` (1..=ny) on the faces `qs` (within `1..=nx+1`; face `q` between cells
-/// `q - 1` and `q`); `out` holds U⁰ there. `rh`: 1/h of the cells of row `l`; `rc_s`,
-/// `rc_n`: 1/D of the corners south and north (whole rows).
+/// `q - 1` and `q`); `out` holds U⁰ there. `rh`: 1/h of the cells of row `l`; `x_s`,
+/// `x_n`: the corner terms of [`corner_row`] south and north (whole rows).
 ///
 /// # Safety
 /// `inp` may be read within one row and column of these faces.
@@ -499,8 +511,8 @@ unsafe fn u_row<T: Real>(
     inp: &Inputs<T>,
     c: &Consts<T>,
     rh: &[T],
-    rc_s: &[T],
-    rc_n: &[T],
+    x_s: &[T],
+    x_n: &[T],
 ) {
     let (q0, m) = (qs.start, qs.len());
     let seg = |f: View<T>, row: usize, from: usize| unsafe { f.seg(row, from, m) };
@@ -509,7 +521,7 @@ unsafe fn u_row<T: Real>(
     let (h_w, h_e) = (west(inp.h, l), east(inp.h, l));
     let (e_w, e_e) = (west(inp.eta, l), east(inp.eta, l));
     let (rh_w, rh_e) = (&rh[q0 - 1..q0 - 1 + m], &rh[q0..q0 + m]);
-    let (rc_s, rc_n) = (&rc_s[q0 - 1..q0 - 1 + m], &rc_n[q0 - 1..q0 - 1 + m]);
+    let (x_s, x_n) = (&x_s[q0 - 1..q0 - 1 + m], &x_n[q0 - 1..q0 - 1 + m]);
     let (u_m0, u_00, u_p0) = (west(inp.hu, l), east(inp.hu, l), seg(inp.hu, l, q0 + 1));
     let (u_0m, u_0p) = (east(inp.hu, l - 1), east(inp.hu, l + 1));
     // V faces south (row l) and north (row l + 1) of the face, west and east of it.
@@ -529,9 +541,7 @@ unsafe fn u_row<T: Real>(
             let (east, west) = (u_p0[k] + u_00[k], u_00[k] + u_m0[k]);
             let n_a = east * east * rh_e[k];
             let n_b = west * west * rh_w[k];
-            let n_c = (u_0p[k] + u_00[k]) * (v_n_e[k] + v_n_w[k]) * rc_n[k];
-            let n_d = (u_00[k] + u_0m[k]) * (v_s_e[k] + v_s_w[k]) * rc_s[k];
-            let n = quarter * (n_a - n_b + c.dx_dy * (n_c - n_d));
+            let n = quarter * (n_a - n_b + c.dx_dy * (x_n[k] - x_s[k]));
             let old = u0[k];
             let e = (u_p0[k] - old + u_m0[k]) * c.inv_dx2 + (u_0p[k] - old + u_0m[k]) * c.inv_dy2;
             let adv = p + c.adv_sign * n;
@@ -557,8 +567,8 @@ unsafe fn u_row<T: Real>(
 }
 
 /// V of row `l` (1..=ny+1) on the cells `ks` (within `1..=nx`); `out` holds V⁰ there.
-/// `rh_s`, `rh_n`: 1/h of the cell rows `l − 1` and `l`; `rc`: 1/D of the corners between
-/// them (whole rows).
+/// `rh_s`, `rh_n`: 1/h of the cell rows `l − 1` and `l`; `x`: the corner terms of
+/// [`corner_row`] between them (whole rows).
 ///
 /// # Safety
 /// `inp` may be read within one row and column of these faces.
@@ -572,7 +582,7 @@ unsafe fn v_row<T: Real>(
     c: &Consts<T>,
     rh_s: &[T],
     rh_n: &[T],
-    rc: &[T],
+    x: &[T],
 ) {
     let (k0, n) = (ks.start, ks.len());
     let v0 = &mut out[..n];
@@ -585,7 +595,7 @@ unsafe fn v_row<T: Real>(
     let (h_s, h_n) = (col(inp.h, l - 1, 1), col(inp.h, l, 1));
     let (e_s, e_n) = (col(inp.eta, l - 1, 1), col(inp.eta, l, 1));
     let (rh_s, rh_n) = (&rh_s[k0..k0 + n], &rh_n[k0..k0 + n]);
-    let (rc_w, rc_e) = (&rc[k0 - 1..k0 - 1 + n], &rc[k0..k0 + n]);
+    let (x_w, x_e) = (&x[k0 - 1..k0 - 1 + n], &x[k0..k0 + n]);
     let (v_m0, v_00, v_p0) = (col(inp.hv, l, 0), col(inp.hv, l, 1), col(inp.hv, l, 2));
     let (v_0m, v_0p) = (col(inp.hv, l - 1, 1), col(inp.hv, l + 1, 1));
     // U faces west (column k) and east (k + 1) of the face, in the rows south and north.
@@ -604,9 +614,7 @@ unsafe fn v_row<T: Real>(
             let (north, south) = (v_0p[k] + v_00[k], v_00[k] + v_0m[k]);
             let n_a = north * north * rh_n[k];
             let n_b = south * south * rh_s[k];
-            let n_c = (u_n_e[k] + u_s_e[k]) * (v_p0[k] + v_00[k]) * rc_e[k];
-            let n_d = (u_n_w[k] + u_s_w[k]) * (v_00[k] + v_m0[k]) * rc_w[k];
-            let n = quarter * (n_a - n_b + c.dy_dx * (n_c - n_d));
+            let n = quarter * (n_a - n_b + c.dy_dx * (x_e[k] - x_w[k]));
             let old = v0[k];
             let e = (v_p0[k] - old + v_m0[k]) * c.inv_dx2 + (v_0p[k] - old + v_0m[k]) * c.inv_dy2;
             let adv = p + c.adv_sign * n;

@@ -74,7 +74,7 @@ fn accumulate<T: Real>() -> T {
 /// set's intrinsics: one multiply and one add each (not contracted), converging to
 /// `c / (1 - m)`, so no value overflows or becomes subnormal. Written with the vector types,
 /// not left to the vectoriser: from a loop over 48 f64 values it made AVX2 code that ran
-/// at a tenth of the rate.
+/// at a ninth of the rate.
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use std::arch::x86_64::*;

@@ -29,8 +29,8 @@
 //! (= `H̄ + η̄`), are computed once per step and used by the U and V updates that need
 //! them (each corner's advection term `(U_S + U_N)(V_W + V_E)/D` too, which the U and V
 //! updates of its rows share), and divisions by constants are multiplications by their
-//! reciprocals. This changes
-//! results only at round-off level (the f32 regression errors stay ≈ 3e-6).
+//! reciprocals. This changes results only at round-off level (the f32 regression errors
+//! stay ≈ 3e-6).
 //!
 //! CPU structure (spec §8): one fused pass, parallel over blocks of output rows, reads
 //! H, η, U, V of level `n` and the centre values of level `n − 1`, and writes U, V, η of

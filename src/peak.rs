@@ -51,23 +51,21 @@ fn lanes<T>() -> usize {
 fn accumulate<T: Real>() -> T {
     let four = std::mem::size_of::<T>() == 4;
     #[cfg(target_arch = "x86_64")]
-    {
+    // SAFETY: each runs only where the CPU has its instructions (detected; SSE2 always).
+    let sum = unsafe {
         const N: usize = VECTORS_16_REGISTERS;
-        // SAFETY: each runs only where the CPU has its instructions (detected; SSE2 always).
-        let sum = unsafe {
-            match (Simd::detect(), four) {
-                (Simd::Avx512, true) => x86::avx512_f32::<VECTORS>() as f64,
-                (Simd::Avx512, false) => x86::avx512_f64::<VECTORS>(),
-                (Simd::Avx2, true) => x86::avx2_f32::<N>() as f64,
-                (Simd::Avx2, false) => x86::avx2_f64::<N>(),
-                (Simd::None, true) => x86::sse2_f32::<N>() as f64,
-                (Simd::None, false) => x86::sse2_f64::<N>(),
-            }
-        };
-        T::of(sum)
-    }
+        match (Simd::detect(), four) {
+            (Simd::Avx512, true) => x86::avx512_f32::<VECTORS>() as f64,
+            (Simd::Avx512, false) => x86::avx512_f64::<VECTORS>(),
+            (Simd::Avx2, true) => x86::avx2_f32::<N>() as f64,
+            (Simd::Avx2, false) => x86::avx2_f64::<N>(),
+            (Simd::None, true) => x86::sse2_f32::<N>() as f64,
+            (Simd::None, false) => x86::sse2_f64::<N>(),
+        }
+    };
     #[cfg(not(target_arch = "x86_64"))]
-    if four { updates::<T, { VECTORS * 4 }>() } else { updates::<T, { VECTORS * 2 }>() }
+    let sum = if four { updates::<T, { VECTORS * 4 }>() } else { updates::<T, { VECTORS * 2 }>() }.f64();
+    T::of(sum)
 }
 
 /// `a = a * m + c` on `N` vector registers of accumulators, `REPS` times, in one instruction

@@ -83,6 +83,13 @@ pub(super) struct Consts<T> {
     /// `tdt r`, and whether `r ≠ 0`.
     pub(super) r_tdt: T,
     pub(super) friction: bool,
+    /// Whether some f is not zero, and whether `A ≠ 0`. Where they are zero, the momentum
+    /// updates leave the Coriolis and viscosity terms out, with the bits of the full sums the
+    /// CUDA kernels form: a zero term changes a finite sum only by turning −0 into +0, and the
+    /// wind term (+0 when zero) is added after the Coriolis term and before the viscosity
+    /// one, so that a zero sum is +0 either way.
+    pub(super) coriolis: bool,
+    pub(super) viscous: bool,
     /// `tdt A (Δx² + Δy²)/(Δx² Δy²)`.
     pub(super) visc: T,
     pub(super) a: T,
@@ -98,6 +105,7 @@ pub(super) struct Consts<T> {
     pub(super) dy_dx: T,
     pub(super) tdt_dx: T,
     pub(super) tdt_dy: T,
+    /// The wind stress; a zero as +0 (see `coriolis`).
     pub(super) wind_x: T,
     pub(super) wind_y: T,
     /// `+1`: advection added as `+N` (GPU Ocean), `−1`: as `−N` (physical); `P + s N` is
@@ -167,6 +175,8 @@ impl<T: Real> Ctcs<T> {
             tdt,
             r_tdt: t(p.friction) * tdt,
             friction: p.friction != 0.0,
+            coriolis: self.f_vq.iter().chain(&self.f_c).any(|f| *f != T::zero()),
+            viscous: a != T::zero(),
             visc,
             a,
             minus_g: -g,
@@ -180,8 +190,8 @@ impl<T: Real> Ctcs<T> {
             dy_dx: dy / dx,
             tdt_dx: tdt / dx,
             tdt_dy: tdt / dy,
-            wind_x: t(p.wind[0]),
-            wind_y: t(p.wind[1]),
+            wind_x: t(p.wind[0]) + T::zero(),
+            wind_y: t(p.wind[1]) + T::zero(),
             adv_sign: if p.gpu_ocean_compat { T::one() } else { -T::one() },
             wall_n: p.sides.north == Side::Wall,
             wall_e: p.sides.east == Side::Wall,
@@ -197,8 +207,7 @@ impl<T: Real> Ctcs<T> {
     }
 
     /// The fused pass: level n+1 from level n, written over level n − 1.
-    fn update(&mut self, tdt: T) {
-        let c = self.consts(tdt);
+    fn update(&mut self, c: &Consts<T>) {
         let (nx, ny) = (c.nx, c.ny);
         let inp = Inputs {
             h: View::of(&self.h),
@@ -218,7 +227,7 @@ impl<T: Real> Ctcs<T> {
             .zip(hu.par_chunks_mut(ROWS * wu))
             .zip(hv_body.par_chunks_mut(ROWS * wv))
             .enumerate()
-            .for_each(|(i, ((e, u), v))| rows(1 + i * ROWS, e, u, v, &inp, &c));
+            .for_each(|(i, ((e, u), v))| rows(1 + i * ROWS, e, u, v, &inp, c));
         // The north boundary faces (row ny + 1) of V.
         let mut h = [vec![T::zero(); we], vec![T::zero(); we]];
         let mut rh = [vec![T::zero(); we], vec![T::zero(); we]];
@@ -229,7 +238,7 @@ impl<T: Real> Ctcs<T> {
                 depth_row(&mut h[i], &mut rh[i], l, 0..we, &inp);
             }
             corner_row(&mut x, &h[0], &h[1], ny, 0..nx + 1, &inp);
-            v_row(&mut hv_north[1..nx + 1], ny + 1, 1..nx + 1, &inp, &c, &rh[0], &rh[1], &x);
+            v_row(&mut hv_north[1..nx + 1], ny + 1, 1..nx + 1, &inp, c, &rh[0], &rh[1], &x);
         }
     }
 
@@ -496,6 +505,23 @@ unsafe fn corner_row<T: Real>(out: &mut [T], south: &[T], north: &[T], l: usize,
     }
 }
 
+/// `$run!(friction, coriolis, viscous)` with the step's flags as literals: a loop of its
+/// own for each combination, without the terms that are absent.
+macro_rules! with_terms {
+    ($c:expr, $run:ident) => {
+        match ($c.friction, $c.coriolis, $c.viscous) {
+            (false, false, false) => $run!(false, false, false),
+            (false, false, true) => $run!(false, false, true),
+            (false, true, false) => $run!(false, true, false),
+            (false, true, true) => $run!(false, true, true),
+            (true, false, false) => $run!(true, false, false),
+            (true, false, true) => $run!(true, false, true),
+            (true, true, false) => $run!(true, true, false),
+            (true, true, true) => $run!(true, true, true),
+        }
+    };
+}
+
 /// U of row `l` (1..=ny) on the faces `qs` (within `1..=nx+1`; face `q` between cells
 /// `q - 1` and `q`); `out` holds U⁰ there. `rh`: 1/h of the cells of row `l`; `x_s`,
 /// `x_n`: the corner terms of [`corner_row`] south and north (whole rows).
@@ -532,32 +558,38 @@ unsafe fn u_row<T: Real>(
     let (half, quarter, one) = (T::of(0.5), T::of(0.25), T::one());
     let c = *c;
     macro_rules! body {
-        ($k:ident, $inv_c:expr) => {{
+        ($k:ident, $friction:literal, $coriolis:literal, $viscous:literal) => {{
             let k = $k;
             let h_x = half * (h_w[k] + h_e[k]);
-            let f_v = quarter * (f_s * (v_s_w[k] + v_s_e[k]) + f_n * (v_n_w[k] + v_n_e[k]));
             let p_hat = c.minus_half_g * (e_e[k] * e_e[k] - e_w[k] * e_w[k]);
             let p = c.minus_g * h_x * (e_e[k] - e_w[k]) + p_hat;
             let (east, west) = (u_p0[k] + u_00[k], u_00[k] + u_m0[k]);
             let n_a = east * east * rh_e[k];
             let n_b = west * west * rh_w[k];
             let n = quarter * (n_a - n_b + c.dx_dy * (x_n[k] - x_s[k]));
-            let old = u0[k];
-            let e = (u_p0[k] - old + u_m0[k]) * c.inv_dx2 + (u_0p[k] - old + u_0m[k]) * c.inv_dy2;
             let adv = p + c.adv_sign * n;
-            let rhs = old + c.tdt * (f_v + adv * c.inv_dx + c.wind_x + c.a * e);
-            u0[k] = $inv_c(rhs, h_x);
+            // f_v + adv/Δx + X + A E, without the terms that are zero (see `Consts::coriolis`).
+            let mut sum = adv * c.inv_dx;
+            if $coriolis {
+                sum = quarter * (f_s * (v_s_w[k] + v_s_e[k]) + f_n * (v_n_w[k] + v_n_e[k])) + sum;
+            }
+            sum = sum + c.wind_x;
+            if $viscous {
+                let old = u0[k];
+                sum = sum + c.a * ((u_p0[k] - old + u_m0[k]) * c.inv_dx2 + (u_0p[k] - old + u_0m[k]) * c.inv_dy2);
+            }
+            let rhs = u0[k] + c.tdt * sum;
+            u0[k] = if $friction { rhs / (one + c.r_tdt / h_x + c.visc) } else { rhs * c.inv_c };
         }};
     }
-    if c.friction {
-        for k in 0..m {
-            body!(k, |rhs, h_x| rhs / (one + c.r_tdt / h_x + c.visc));
-        }
-    } else {
-        for k in 0..m {
-            body!(k, |rhs, _| rhs * c.inv_c);
-        }
+    macro_rules! faces {
+        ($friction:literal, $coriolis:literal, $viscous:literal) => {
+            for k in 0..m {
+                body!(k, $friction, $coriolis, $viscous);
+            }
+        };
     }
+    with_terms!(c, faces);
     if c.wall_w && q0 == 1 {
         u0[0] = T::zero();
     }
@@ -605,32 +637,38 @@ unsafe fn v_row<T: Real>(
     let (half, quarter, one) = (T::of(0.5), T::of(0.25), T::one());
     let c = *c;
     macro_rules! body {
-        ($k:ident, $inv_c:expr) => {{
+        ($k:ident, $friction:literal, $coriolis:literal, $viscous:literal) => {{
             let k = $k;
             let h_y = half * (h_s[k] + h_n[k]);
-            let f_u = quarter * (f_s * (u_s_w[k] + u_s_e[k]) + f_n * (u_n_w[k] + u_n_e[k]));
             let p_hat = c.minus_half_g * (e_n[k] * e_n[k] - e_s[k] * e_s[k]);
             let p = c.minus_g * h_y * (e_n[k] - e_s[k]) + p_hat;
             let (north, south) = (v_0p[k] + v_00[k], v_00[k] + v_0m[k]);
             let n_a = north * north * rh_n[k];
             let n_b = south * south * rh_s[k];
             let n = quarter * (n_a - n_b + c.dy_dx * (x_e[k] - x_w[k]));
-            let old = v0[k];
-            let e = (v_p0[k] - old + v_m0[k]) * c.inv_dx2 + (v_0p[k] - old + v_0m[k]) * c.inv_dy2;
             let adv = p + c.adv_sign * n;
-            let rhs = old + c.tdt * (-f_u + adv * c.inv_dy + c.wind_y + c.a * e);
-            v0[k] = $inv_c(rhs, h_y);
+            // −f_u + adv/Δy + Y + A E, without the terms that are zero (as in `u_row`).
+            let mut sum = adv * c.inv_dy;
+            if $coriolis {
+                sum = -(quarter * (f_s * (u_s_w[k] + u_s_e[k]) + f_n * (u_n_w[k] + u_n_e[k]))) + sum;
+            }
+            sum = sum + c.wind_y;
+            if $viscous {
+                let old = v0[k];
+                sum = sum + c.a * ((v_p0[k] - old + v_m0[k]) * c.inv_dx2 + (v_0p[k] - old + v_0m[k]) * c.inv_dy2);
+            }
+            let rhs = v0[k] + c.tdt * sum;
+            v0[k] = if $friction { rhs / (one + c.r_tdt / h_y + c.visc) } else { rhs * c.inv_c };
         }};
     }
-    if c.friction {
-        for k in 0..n {
-            body!(k, |rhs, h_y| rhs / (one + c.r_tdt / h_y + c.visc));
-        }
-    } else {
-        for k in 0..n {
-            body!(k, |rhs, _| rhs * c.inv_c);
-        }
+    macro_rules! faces {
+        ($friction:literal, $coriolis:literal, $viscous:literal) => {
+            for k in 0..n {
+                body!(k, $friction, $coriolis, $viscous);
+            }
+        };
     }
+    with_terms!(c, faces);
 }
 
 /// η of row `l` (1..=ny) on the cells `ks`; `out` holds η⁰ there.
@@ -673,7 +711,7 @@ impl<T: Real> Scheme<T> for Ctcs<T> {
             // Start from two equal levels.
             self.prev.clone_from(&self.cur);
         }
-        self.update(self.interval(dt, first));
+        self.update(&self.consts(self.interval(dt, first)));
         if let Some(ext) = &self.exterior {
             self.prev.relax(ext, &self.p);
         }
@@ -1039,6 +1077,58 @@ mod tests {
                         check::<f32>(nx, ny, compat, steps, bands, threads);
                         check::<f64>(nx, ny, compat, steps, bands, threads);
                     }
+                }
+            }
+        }
+    }
+
+    /// Leaving out the Coriolis and viscosity terms where they are zero (`Consts::coriolis`)
+    /// gives the bits of the full sums, zero signs included: from rest (every transport −0)
+    /// with a compact bump, so that many sums are zeros of either sign, in both variants of the
+    /// scheme, with and without friction and wind (a wind of −0 too), f32 and f64.
+    #[test]
+    fn zero_terms_left_out_keep_the_bits() {
+        use super::super::fd_boundary::cases::busy_physics;
+        fn full_step<T: Real>(s: &mut Ctcs<T>, first: bool) {
+            if first {
+                s.prev.clone_from(&s.cur);
+            }
+            let mut c = s.consts(s.interval(1.0, first));
+            (c.coriolis, c.viscous) = (true, true);
+            s.update(&c);
+            s.prev.fill(&s.p, false, None);
+            std::mem::swap(&mut s.cur, &mut s.prev);
+        }
+        fn check<T: Real>(compat: bool, f0: f64, viscosity: f64, friction: f64, wind: [f64; 2]) {
+            let mut p = busy_physics(31, 23, viscosity);
+            (p.f0, p.beta, p.friction, p.wind, p.gpu_ocean_compat) = (f0, 0.0, friction, wind, compat);
+            let (lx, ly) = (p.nx as f64 * p.dx, p.ny as f64 * p.dy);
+            let eta = |at: At| {
+                let r2 = ((at.x / lx - 0.4).powi(2) + (at.y / ly - 0.5).powi(2)) / 0.04;
+                (1.0 - r2).max(0.0).powi(2)
+            };
+            let rest = |_: At| -0.0;
+            let depth = |at: At| 50.0 + 8.0 * (at.x / lx * 7.0).sin();
+            let init = Initial { eta: &eta, hu: &rest, hv: &rest, depth: &depth };
+            let (mut lean, mut full) = (Ctcs::<T>::new(&p, &init), Ctcs::<T>::new(&p, &init));
+            let c = lean.consts(T::one());
+            assert_eq!((c.coriolis, c.viscous), (f0 != 0.0, viscosity != 0.0));
+            let bits = |s: &Ctcs<T>| {
+                let fields = [&s.cur.eta, &s.cur.hu, &s.cur.hv, &s.prev.eta, &s.prev.hu, &s.prev.hv];
+                fields.iter().flat_map(|f| f.v.iter().map(|x| x.f64().to_bits())).collect::<Vec<_>>()
+            };
+            for i in 0..40 {
+                lean.step(1.0, i == 0);
+                full_step(&mut full, i == 0);
+                let what = format!("step {i}, compat {compat}, f0 {f0}, A {viscosity}, r {friction}, wind {wind:?}");
+                assert!(bits(&lean) == bits(&full), "{what}, {}", T::PRECISION.name());
+            }
+        }
+        for compat in [true, false] {
+            for (f0, viscosity) in [(0.0, 0.0), (0.0, 40.0), (0.012, 0.0)] {
+                for (friction, wind) in [(0.0, [0.0, 0.0]), (0.0, [-0.0, -0.0]), (0.003, [1e-4, -2e-4])] {
+                    check::<f32>(compat, f0, viscosity, friction, wind);
+                    check::<f64>(compat, f0, viscosity, friction, wind);
                 }
             }
         }

@@ -30,7 +30,8 @@
 //! them (each corner's advection term `(U_S + U_N)(V_W + V_E)/D` too, which the U and V
 //! updates of its rows share), and divisions by constants are multiplications by their
 //! reciprocals. This changes results only at round-off level (the f32 regression errors
-//! stay ≈ 3e-6).
+//! stay ≈ 3e-6). A Coriolis or viscosity term that is zero everywhere is left out, without
+//! changing a bit (see `Consts::coriolis`).
 //!
 //! CPU structure (spec §8): one fused pass, parallel over blocks of output rows, reads
 //! H, η, U, V of level `n` and the centre values of level `n − 1`, and writes U, V, η of

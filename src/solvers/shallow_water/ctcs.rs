@@ -506,19 +506,24 @@ unsafe fn corner_row<T: Real>(out: &mut [T], south: &[T], north: &[T], l: usize,
     }
 }
 
-/// `$run!(friction, coriolis, viscous)` with the step's flags as literals: a loop of its
-/// own for each combination, without the terms that are absent.
+/// `for k in 0..$n { $body!(k, friction, coriolis, viscous) }` with the step's flags as
+/// literals: a loop of its own for each combination, without the terms that are absent.
 macro_rules! with_terms {
-    ($c:expr, $run:ident) => {
+    ($c:expr, $n:expr, $body:ident) => {
         match ($c.friction, $c.coriolis, $c.viscous) {
-            (false, false, false) => $run!(false, false, false),
-            (false, false, true) => $run!(false, false, true),
-            (false, true, false) => $run!(false, true, false),
-            (false, true, true) => $run!(false, true, true),
-            (true, false, false) => $run!(true, false, false),
-            (true, false, true) => $run!(true, false, true),
-            (true, true, false) => $run!(true, true, false),
-            (true, true, true) => $run!(true, true, true),
+            (false, false, false) => with_terms!(@loop $n, $body, false, false, false),
+            (false, false, true) => with_terms!(@loop $n, $body, false, false, true),
+            (false, true, false) => with_terms!(@loop $n, $body, false, true, false),
+            (false, true, true) => with_terms!(@loop $n, $body, false, true, true),
+            (true, false, false) => with_terms!(@loop $n, $body, true, false, false),
+            (true, false, true) => with_terms!(@loop $n, $body, true, false, true),
+            (true, true, false) => with_terms!(@loop $n, $body, true, true, false),
+            (true, true, true) => with_terms!(@loop $n, $body, true, true, true),
+        }
+    };
+    (@loop $n:expr, $body:ident, $($flag:literal),*) => {
+        for k in 0..$n {
+            $body!(k, $($flag),*);
         }
     };
 }
@@ -583,14 +588,7 @@ unsafe fn u_row<T: Real>(
             u0[k] = if $friction { rhs / (one + c.r_tdt / h_x + c.visc) } else { rhs * c.inv_c };
         }};
     }
-    macro_rules! faces {
-        ($friction:literal, $coriolis:literal, $viscous:literal) => {
-            for k in 0..m {
-                body!(k, $friction, $coriolis, $viscous);
-            }
-        };
-    }
-    with_terms!(c, faces);
+    with_terms!(c, m, body);
     if c.wall_w && q0 == 1 {
         u0[0] = T::zero();
     }
@@ -662,14 +660,7 @@ unsafe fn v_row<T: Real>(
             v0[k] = if $friction { rhs / (one + c.r_tdt / h_y + c.visc) } else { rhs * c.inv_c };
         }};
     }
-    macro_rules! faces {
-        ($friction:literal, $coriolis:literal, $viscous:literal) => {
-            for k in 0..n {
-                body!(k, $friction, $coriolis, $viscous);
-            }
-        };
-    }
-    with_terms!(c, faces);
+    with_terms!(c, n, body);
 }
 
 /// η of row `l` (1..=ny) on the cells `ks`; `out` holds η⁰ there.

@@ -131,14 +131,14 @@ fn regression_cases_match_the_cpu_bitwise() {
             all.push(format!("coriolis: {{f0: 0.01}}, {central}, bathymetry: gpu_ocean_test"));
         }
         let viscosity = if scheme == "ctcs" { 1.0 } else { 0.0 };
-        let mut all: Vec<(f64, bool, &String)> = all.iter().map(|x| (viscosity, true, x)).collect();
+        let mut runs: Vec<(f64, bool, &String)> = all.iter().map(|x| (viscosity, true, x)).collect();
         if scheme == "ctcs" {
             // Without viscosity, and without Coriolis (the first cases): the CPU leaves out
             // those zero terms, the device forms them (both variants of the scheme; zero signs,
             // which `==` does not see, are the CPU unit test `zero_terms_left_out_keep_the_bits`'s).
-            all.extend(cases[..6].iter().enumerate().map(|(i, x)| (0.0, i % 2 == 0, x)));
+            runs.extend(cases[..6].iter().enumerate().map(|(i, x)| (0.0, i % 2 == 0, x)));
         }
-        for (k, (viscosity, compat, x)) in all.into_iter().enumerate() {
+        for (k, (viscosity, compat, x)) in runs.into_iter().enumerate() {
             let body = format!(
                 "scheme: {scheme}, nx: 50, ny: 70, dx: 200, dt: 1.0, viscosity: {viscosity}, gpu_ocean_compat: {compat}, {x}"
             );

@@ -8,8 +8,8 @@
 // column c in row l (c <= nx), eta of cell (c, l) (both).
 
 struct CtcsArgs {
-    real tdt, r_tdt, visc, a, minus_g, minus_half_g, inv_dx, inv_dy, inv_dx2, inv_dy2, inv_c, dx_dy, dy_dx,
-        tdt_dx, tdt_dy, wind_x, wind_y, adv_sign;
+    real tdt, r_tdt, visc, a, minus_half_g, inv_dx, inv_dy, inv_dx2, inv_dy2, inv_c, dx_dy, dy_dx,
+        tdt_dx, tdt_dy, wind_x, wind_y, adv_quarter;
     int nx, ny, friction;
     // Wall sides, bits: 1 north, 2 east, 4 south, 8 west.
     int walls;
@@ -60,20 +60,20 @@ __device__ __forceinline__ real ctcs_u(CTCS_IN, const CtcsArgs& a, const D& d, i
     real v_s_w = hv[sw_at(c - 1, l, we)], v_s_e = hv[sw_at(c, l, we)];
     real v_n_w = hv[sw_at(c - 1, l + 1, we)], v_n_e = hv[sw_at(c, l + 1, we)];
     real f_s = f_vq[l], f_n = f_vq[l + 1];
-    real h_x = half * (h_w + h_e);
+    real h_sum = h_w + h_e;
     real f_v = quarter * (f_s * (v_s_w + v_s_e) + f_n * (v_n_w + v_n_e));
     real p_hat = a.minus_half_g * (e_e * e_e - e_w * e_w);
-    real p = a.minus_g * h_x * (e_e - e_w) + p_hat;
+    real p = a.minus_half_g * h_sum * (e_e - e_w) + p_hat;
     real east = u_p0 + u_00, west = u_00 + u_m0;
     real n_a = east * east * d.rh(c, l);
     real n_b = west * west * d.rh(c - 1, l);
     real n_c = (u_0p + u_00) * (v_n_e + v_n_w) * d.rc(c - 1, l);
     real n_d = (u_00 + u_0m) * (v_s_e + v_s_w) * d.rc(c - 1, l - 1);
-    real n = quarter * (n_a - n_b + a.dx_dy * (n_c - n_d));
+    real x = n_a - n_b + a.dx_dy * (n_c - n_d);
     real e = (u_p0 - old + u_m0) * a.inv_dx2 + (u_0p - old + u_0m) * a.inv_dy2;
-    real adv = p + a.adv_sign * n;
+    real adv = p + a.adv_quarter * x;
     real rhs = old + a.tdt * (f_v + adv * a.inv_dx + a.wind_x + a.a * e);
-    return a.friction ? rhs / (one + a.r_tdt / h_x + a.visc) : rhs * a.inv_c;
+    return a.friction ? rhs / (one + a.r_tdt / (half * h_sum) + a.visc) : rhs * a.inv_c;
 }
 
 // V of row l (1..=ny+1) on column c (1..=nx), from V0 = old: ctcs.rs `v_row`.
@@ -89,20 +89,20 @@ __device__ __forceinline__ real ctcs_v(CTCS_IN, const CtcsArgs& a, const D& d, i
     real u_s_w = hu[sw_at(c, l - 1, wu)], u_s_e = hu[sw_at(c + 1, l - 1, wu)];
     real u_n_w = hu[sw_at(c, l, wu)], u_n_e = hu[sw_at(c + 1, l, wu)];
     real f_s = f_c[l - 1], f_n = f_c[l];
-    real h_y = half * (h_s + h_n);
+    real h_sum = h_s + h_n;
     real f_u = quarter * (f_s * (u_s_w + u_s_e) + f_n * (u_n_w + u_n_e));
     real p_hat = a.minus_half_g * (e_n * e_n - e_s * e_s);
-    real p = a.minus_g * h_y * (e_n - e_s) + p_hat;
+    real p = a.minus_half_g * h_sum * (e_n - e_s) + p_hat;
     real north = v_0p + v_00, south = v_00 + v_0m;
     real n_a = north * north * d.rh(c, l);
     real n_b = south * south * d.rh(c, l - 1);
     real n_c = (u_n_e + u_s_e) * (v_p0 + v_00) * d.rc(c, l - 1);
     real n_d = (u_n_w + u_s_w) * (v_00 + v_m0) * d.rc(c - 1, l - 1);
-    real n = quarter * (n_a - n_b + a.dy_dx * (n_c - n_d));
+    real x = n_a - n_b + a.dy_dx * (n_c - n_d);
     real e = (v_p0 - old + v_m0) * a.inv_dx2 + (v_0p - old + v_0m) * a.inv_dy2;
-    real adv = p + a.adv_sign * n;
+    real adv = p + a.adv_quarter * x;
     real rhs = old + a.tdt * (-f_u + adv * a.inv_dy + a.wind_y + a.a * e);
-    return a.friction ? rhs / (one + a.r_tdt / h_y + a.visc) : rhs * a.inv_c;
+    return a.friction ? rhs / (one + a.r_tdt / (half * h_sum) + a.visc) : rhs * a.inv_c;
 }
 
 #define CTCS_ARGS CTCS_IN, real *__restrict__ eta0, real *__restrict__ hu0, real *__restrict__ hv0, CtcsArgs a

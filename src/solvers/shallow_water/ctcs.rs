@@ -30,8 +30,10 @@
 //! them (each corner's advection term `(U_S + U_N)(V_W + V_E)/D` too, which the U and V
 //! updates of its rows share), and divisions by constants are multiplications by their
 //! reciprocals. This changes results only at round-off level (the f32 regression errors
-//! stay ≈ 3e-6). A Coriolis or viscosity term that is zero everywhere is left out, without
-//! changing a bit (see `Consts::coriolis`).
+//! stay ≈ 3e-6). Constant factors are merged where that keeps the bits: `−g H_x Δη` is
+//! formed as `−½g (H_W + H_E) Δη` (halving a sum of depths is exact unless it is
+//! subnormal), and `s N` as `(s/4) X` with `N = X/4`. A Coriolis or viscosity term that is
+//! zero everywhere is left out, without changing a bit (see `Consts::coriolis`).
 //!
 //! CPU structure (spec §8): one fused pass, parallel over blocks of output rows, reads
 //! H, η, U, V of level `n` and the centre values of level `n − 1`, and writes U, V, η of
@@ -94,7 +96,6 @@ pub(super) struct Consts<T> {
     /// `tdt A (Δx² + Δy²)/(Δx² Δy²)`.
     pub(super) visc: T,
     pub(super) a: T,
-    pub(super) minus_g: T,
     pub(super) minus_half_g: T,
     pub(super) inv_dx: T,
     pub(super) inv_dy: T,
@@ -109,9 +110,9 @@ pub(super) struct Consts<T> {
     /// The wind stress; a zero as +0 (see `coriolis`).
     pub(super) wind_x: T,
     pub(super) wind_y: T,
-    /// `+1`: advection added as `+N` (GPU Ocean), `−1`: as `−N` (physical); `P + s N` is
-    /// exactly `N + P` or `P − N`.
-    pub(super) adv_sign: T,
+    /// `s/4` with `s = +1`: advection added as `+N` (GPU Ocean), `s = −1`: as `−N`
+    /// (physical), `N = X/4`; `P + (s/4) X` is exactly `P + N` or `P − N`.
+    pub(super) adv_quarter: T,
     pub(super) wall_n: bool,
     pub(super) wall_e: bool,
     pub(super) wall_s: bool,
@@ -180,7 +181,6 @@ impl<T: Real> Ctcs<T> {
             viscous: a != T::zero(),
             visc,
             a,
-            minus_g: -g,
             minus_half_g: t(-0.5) * g,
             inv_dx: T::one() / dx,
             inv_dy: T::one() / dy,
@@ -193,7 +193,7 @@ impl<T: Real> Ctcs<T> {
             tdt_dy: tdt / dy,
             wind_x: t(p.wind[0]) + T::zero(),
             wind_y: t(p.wind[1]) + T::zero(),
-            adv_sign: if p.gpu_ocean_compat { T::one() } else { -T::one() },
+            adv_quarter: T::of(if p.gpu_ocean_compat { 0.25 } else { -0.25 }),
             wall_n: p.sides.north == Side::Wall,
             wall_e: p.sides.east == Side::Wall,
             wall_s: p.sides.south == Side::Wall,
@@ -566,14 +566,13 @@ unsafe fn u_row<T: Real>(
     macro_rules! body {
         ($k:ident, $friction:literal, $coriolis:literal, $viscous:literal) => {{
             let k = $k;
-            let h_x = half * (h_w[k] + h_e[k]);
+            let h_sum = h_w[k] + h_e[k];
             let p_hat = c.minus_half_g * (e_e[k] * e_e[k] - e_w[k] * e_w[k]);
-            let p = c.minus_g * h_x * (e_e[k] - e_w[k]) + p_hat;
+            let p = c.minus_half_g * h_sum * (e_e[k] - e_w[k]) + p_hat;
             let (east, west) = (u_p0[k] + u_00[k], u_00[k] + u_m0[k]);
             let n_a = east * east * rh_e[k];
             let n_b = west * west * rh_w[k];
-            let n = quarter * (n_a - n_b + c.dx_dy * (x_n[k] - x_s[k]));
-            let adv = p + c.adv_sign * n;
+            let adv = p + c.adv_quarter * (n_a - n_b + c.dx_dy * (x_n[k] - x_s[k]));
             // f_v + adv/Δx + X + A E, without the terms that are zero (see `Consts::coriolis`).
             let mut sum = adv * c.inv_dx;
             if $coriolis {
@@ -585,7 +584,7 @@ unsafe fn u_row<T: Real>(
                 sum = sum + c.a * ((u_p0[k] - old + u_m0[k]) * c.inv_dx2 + (u_0p[k] - old + u_0m[k]) * c.inv_dy2);
             }
             let rhs = u0[k] + c.tdt * sum;
-            u0[k] = if $friction { rhs / (one + c.r_tdt / h_x + c.visc) } else { rhs * c.inv_c };
+            u0[k] = if $friction { rhs / (one + c.r_tdt / (half * h_sum) + c.visc) } else { rhs * c.inv_c };
         }};
     }
     with_terms!(c, m, body);
@@ -638,14 +637,13 @@ unsafe fn v_row<T: Real>(
     macro_rules! body {
         ($k:ident, $friction:literal, $coriolis:literal, $viscous:literal) => {{
             let k = $k;
-            let h_y = half * (h_s[k] + h_n[k]);
+            let h_sum = h_s[k] + h_n[k];
             let p_hat = c.minus_half_g * (e_n[k] * e_n[k] - e_s[k] * e_s[k]);
-            let p = c.minus_g * h_y * (e_n[k] - e_s[k]) + p_hat;
+            let p = c.minus_half_g * h_sum * (e_n[k] - e_s[k]) + p_hat;
             let (north, south) = (v_0p[k] + v_00[k], v_00[k] + v_0m[k]);
             let n_a = north * north * rh_n[k];
             let n_b = south * south * rh_s[k];
-            let n = quarter * (n_a - n_b + c.dy_dx * (x_e[k] - x_w[k]));
-            let adv = p + c.adv_sign * n;
+            let adv = p + c.adv_quarter * (n_a - n_b + c.dy_dx * (x_e[k] - x_w[k]));
             // −f_u + adv/Δy + Y + A E, without the terms that are zero (as in `u_row`).
             let mut sum = adv * c.inv_dy;
             if $coriolis {
@@ -657,7 +655,7 @@ unsafe fn v_row<T: Real>(
                 sum = sum + c.a * ((v_p0[k] - old + v_m0[k]) * c.inv_dx2 + (v_0p[k] - old + v_0m[k]) * c.inv_dy2);
             }
             let rhs = v0[k] + c.tdt * sum;
-            v0[k] = if $friction { rhs / (one + c.r_tdt / h_y + c.visc) } else { rhs * c.inv_c };
+            v0[k] = if $friction { rhs / (one + c.r_tdt / (half * h_sum) + c.visc) } else { rhs * c.inv_c };
         }};
     }
     with_terms!(c, n, body);

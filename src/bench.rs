@@ -44,6 +44,8 @@ pub struct BenchOptions {
     pub renumber: Option<crate::solvers::lskum::Renumber>,
     /// Sample the GPU's power draw with nvidia-smi while the solver runs.
     pub power: bool,
+    /// Rounds of PEAK and the solver, each between two COPY runs (0 is taken as 1).
+    pub rounds: usize,
 }
 
 /// Names `sim bench` accepts.
@@ -82,6 +84,9 @@ pub fn bench(o: &BenchOptions) -> Result<serde_json::Value> {
     }
     if size < 3 {
         return input(format!("--size {size}: at least 3"));
+    }
+    if o.rounds > 1 && entry.is_none() {
+        return input(format!("--rounds: {} times a single round (rounds belong to a solver's benchmark)", o.name));
     }
     if !(o.seconds.is_finite() && o.seconds > 0.0) {
         return input(format!("--seconds {}: must be positive", o.seconds));
@@ -132,31 +137,39 @@ pub fn bench(o: &BenchOptions) -> Result<serde_json::Value> {
             Precision::F64 => copy::<f64>(&device, copy_elements, row, copy_seconds),
         };
         let copy_bytes = 2.0 * (copy_elements * o.precision.bytes()) as f64;
-        let before = measure_copy()?;
+        let mut before = measure_copy()?;
         let mut v = header(o, &device, elements, solver.as_deref());
         if let Some(scheme) = o.scheme.as_deref().or(entry.and_then(|e| e.schemes.first().copied())) {
             v["scheme"] = scheme.into();
         }
+        let Some(mut solver) = solver else {
+            v["copy"] = copy_figures(copy_elements, copy_bytes, before, None);
+            return Ok(v);
+        };
         // PEAK beside a solver that counts its flops, on the CPU (a device's is not measured).
-        let counted = solver.as_ref().is_some_and(|s| s.flops_per_step().is_some());
-        let mut peak = None;
-        if counted && matches!(device, Device::Cpu(_)) {
-            let (calls, t, flops) = match o.precision {
-                Precision::F32 => crate::peak::measure::<f32>(o.seconds),
-                Precision::F64 => crate::peak::measure::<f64>(o.seconds),
-            };
-            let gflops = flops / t / 1e9;
-            v["peak"] = serde_json::json!({ "iterations": calls, "time_per_call_s": t, "gflops": gflops });
-            peak = Some(gflops);
+        let counted = solver.flops_per_step().is_some() && matches!(device, Device::Cpu(_));
+        let mut rounds = vec![];
+        for _ in 0..o.rounds.max(1) {
+            let mut round = serde_json::json!({});
+            let mut peak = None;
+            if counted {
+                let (calls, t, flops) = match o.precision {
+                    Precision::F32 => crate::peak::measure::<f32>(o.seconds),
+                    Precision::F64 => crate::peak::measure::<f64>(o.seconds),
+                };
+                let gflops = flops / t / 1e9;
+                round["peak"] = serde_json::json!({ "iterations": calls, "time_per_call_s": t, "gflops": gflops });
+                peak = Some(gflops);
+            }
+            let mut k = if o.power { with_power(solver.as_mut(), o, &device) } else { kernel_figures(solver.as_mut(), o, &device) }?;
+            let after = measure_copy()?;
+            round["copy"] = copy_figures(copy_elements, copy_bytes, before, Some(after));
+            against_bounds(&mut k, round["copy"]["bw_GBps"].as_f64().unwrap_or(f64::NAN), peak);
+            round["kernel"] = k;
+            rounds.push(round);
+            before = after;
         }
-        let kernel = solver.map(|mut s| if o.power { with_power(s.as_mut(), o, &device) } else { kernel_figures(s.as_mut(), o, &device) });
-        let kernel = kernel.transpose()?;
-        let after = if kernel.is_some() { Some(measure_copy()?) } else { None };
-        v["copy"] = copy_figures(copy_elements, copy_bytes, before, after);
-        if let Some(mut k) = kernel {
-            against_bounds(&mut k, v["copy"]["bw_GBps"].as_f64().unwrap_or(f64::NAN), peak);
-            v["kernel"] = k;
-        }
+        summarise_rounds(&mut v, rounds);
         Ok(v)
     })
 }
@@ -205,6 +218,46 @@ fn header(o: &BenchOptions, device: &Device, elements: usize, s: Option<&dyn Sol
     }
     v
 }
+
+/// The figures of the solver's rounds into `v`: those of the median round by the ratio to
+/// COPY as `copy`, `peak` and `kernel`; with several rounds also all of them (`rounds`) and
+/// each figure's smallest, median and largest value over them (`spread`), since on a shared
+/// machine one round can land in a slow or a fast phase.
+fn summarise_rounds(v: &mut serde_json::Value, rounds: Vec<serde_json::Value>) {
+    let ratio = |r: &serde_json::Value| r["kernel"]["fraction_of_copy"].as_f64().unwrap_or(f64::NAN);
+    let mut order: Vec<usize> = (0..rounds.len()).collect();
+    order.sort_by(|&a, &b| ratio(&rounds[a]).total_cmp(&ratio(&rounds[b])));
+    let median = &rounds[order[(rounds.len() - 1) / 2]];
+    for key in ["copy", "peak", "kernel"] {
+        if !median[key].is_null() {
+            v[key] = median[key].clone();
+        }
+    }
+    if rounds.len() == 1 {
+        return;
+    }
+    let mut spread = serde_json::json!({});
+    for (part, key, ..) in SPREAD {
+        let mut x: Vec<f64> = rounds.iter().filter_map(|r| r[part][key].as_f64()).collect();
+        if x.len() == rounds.len() {
+            x.sort_by(f64::total_cmp);
+            spread[key] = serde_json::json!({ "min": x[0], "median": x[(x.len() - 1) / 2], "max": x[x.len() - 1] });
+        }
+    }
+    v["spread"] = spread;
+    v["rounds"] = rounds.into();
+}
+
+/// The figures `spread` gives: (part of a round, key, label in the text, whether a share),
+/// the keys distinct.
+const SPREAD: [(&str, &str, &str, bool); 6] = [
+    ("kernel", "mcells_per_s", "Mcells/s", false),
+    ("kernel", "bw_eff_GBps", "BW_e (GB/s)", false),
+    ("copy", "bw_GBps", "COPY (GB/s)", false),
+    ("kernel", "fraction_of_copy", "of COPY", true),
+    ("peak", "gflops", "PEAK (Gflop/s)", false),
+    ("kernel", "fraction_of_peak", "of PEAK", true),
+];
 
 /// The solver's figures `k` set against what the same run measured: COPY's bandwidth (GB/s)
 /// and, for a solver that counts its flops, PEAK (Gflop/s), with the bound that applies
@@ -549,6 +602,18 @@ pub fn text(v: &serde_json::Value) -> String {
                     shares.iter().map(|p| format!("{} {:.1}%", p[0].as_str().unwrap_or(""), 100.0 * f(&p[1]))).collect();
                 s += &format!("  phases: {}\n", list.join(", "));
             }
+        }
+    }
+    if let Some(rounds) = v["rounds"].as_array() {
+        s += &format!("  rounds:  {}, the figures above from the median one by the ratio to COPY; min / median / max:\n", rounds.len());
+        for (_, key, label, share) in SPREAD {
+            let x = &v["spread"][key];
+            if x.is_null() {
+                continue;
+            }
+            let [a, b, c] = ["min", "median", "max"].map(|m| f(&x[m]) * if share { 100.0 } else { 1.0 });
+            let unit = if share { "%" } else { "" };
+            s += &format!("    {label:<15} {a:.1}{unit} / {b:.1}{unit} / {c:.1}{unit}\n");
         }
     }
     s

@@ -123,6 +123,10 @@ enum Command {
         /// Minimum timed seconds per kernel.
         #[arg(long, default_value_t = 5.0)]
         seconds: f64,
+        /// Rounds of the solver (and PEAK), each between two COPY runs: the figures of the
+        /// median round by the ratio to COPY, and each figure's spread over the rounds.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..10_000))]
+        rounds: u64,
         #[arg(long, value_enum, default_value_t = Backend::Cpu)]
         backend: Backend,
         /// CUDA kernel variant.
@@ -243,6 +247,7 @@ fn main() -> ExitCode {
             subnormals,
             fast_math,
             power,
+            rounds,
         } => {
             let backend = match backend {
                 Backend::Auto if sim::cuda::Gpu::open().is_ok() => Backend::Cuda,
@@ -255,7 +260,7 @@ fn main() -> ExitCode {
                     let cpu = sim::cpu::CpuOptions { temporal_block, math, subnormals };
                     let o = BenchOptions {
                         backend, gpu, cpu, name, size, scheme, precision, threads, seconds, batch, solver, cpu_share, renumber,
-                        power,
+                        power, rounds: rounds as usize,
                     };
                     bench::bench(&o).map(|v| {
                         if json {

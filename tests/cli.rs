@@ -273,6 +273,36 @@ fn bench_sets_counted_flops_against_peak() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// `--rounds N` repeats PEAK and the solver between COPY runs, each COPY run shared by the
+/// rounds on either side; the figures are those of the median round by the ratio to COPY,
+/// with each figure's smallest, median and largest value over the rounds.
+#[test]
+fn bench_rounds_give_the_median_round_and_the_spread() {
+    let dir = scratch("bench_rounds");
+    let args = ["bench", "shallow_water", "--scheme", "kp07", "--size", "64", "--seconds", "0.01", "--precision", "f32", "--rounds", "3"];
+    let v: serde_json::Value = serde_json::from_slice(&ok(sim(&dir, &[&args[..], &["--json"]].concat())).stdout).unwrap();
+    let f = |x: &serde_json::Value| x.as_f64().unwrap_or_else(|| panic!("{v}"));
+    let rounds = v["rounds"].as_array().unwrap_or_else(|| panic!("{v}"));
+    assert_eq!(rounds.len(), 3, "{v}");
+    for pair in rounds.windows(2) {
+        assert_eq!(pair[0]["copy"]["bw_GBps_after"], pair[1]["copy"]["bw_GBps_before"], "{v}");
+    }
+    for (part, key) in [("kernel", "mcells_per_s"), ("copy", "bw_GBps"), ("kernel", "fraction_of_copy"), ("peak", "gflops"), ("kernel", "fraction_of_peak")] {
+        let mut x: Vec<f64> = rounds.iter().map(|r| f(&r[part][key])).collect();
+        x.sort_by(f64::total_cmp);
+        let s = &v["spread"][key];
+        assert_eq!([f(&s["min"]), f(&s["median"]), f(&s["max"])], [x[0], x[1], x[2]], "{key}: {v}");
+    }
+    let median = rounds.iter().find(|r| r["kernel"] == v["kernel"]).unwrap_or_else(|| panic!("{v}"));
+    assert_eq!(f(&v["kernel"]["fraction_of_copy"]), f(&v["spread"]["fraction_of_copy"]["median"]), "{v}");
+    assert!(median["copy"] == v["copy"] && median["peak"] == v["peak"], "{v}");
+    let text = String::from_utf8_lossy(&ok(sim(&dir, &args)).stdout).to_string();
+    assert!(text.contains("rounds:  3") && text.contains("of COPY") && text.contains("of PEAK"), "{text}");
+    exit2(&sim(&dir, &["bench", "copy", "--size", "64", "--rounds", "2"]), &["--rounds"]);
+    exit2(&sim(&dir, &["bench", "heat2d", "--size", "64", "--rounds", "0"]), &["--rounds"]);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 #[test]
 fn bench_tridiag_reports_both_layouts_and_spike() {
     let dir = scratch("bench_tridiag");

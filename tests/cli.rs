@@ -73,6 +73,15 @@ fn bad_case_files_are_rejected_with_the_key_named() {
         expect_input_error(&dir, &["check", p], &n);
     }
     expect_input_error(&dir, &["run", "missing.yaml"], &["cannot read case file missing.yaml"]);
+    // Every output instant lands a step and writes a frame: a tiny interval would never end.
+    for (every, frames) in [("1e-300", "1.000e300"), ("1e-9", "1.000e9")] {
+        let text = format!("name: h\n{g}time: {{end_time: 1}}\noutput: {{every_time: {every}}}\n");
+        let p = write(&dir, "tiny_output_time.yaml", &text);
+        let p = p.to_str().unwrap();
+        let n = ["output.every_time", &format!("{frames} output frames"), "limit of 1000000"];
+        expect_input_error(&dir, &["run", p, "--out", "out/h", "--overwrite", "--quiet"], &n);
+        expect_input_error(&dir, &["check", p], &n);
+    }
     std::fs::remove_dir_all(dir).unwrap();
 }
 
@@ -164,7 +173,39 @@ fn broken_checkpoints_are_rejected() {
     expect_input_error(&dir, &["run", "--restart", g, other.to_str().unwrap()], &["solver section differs"]);
     expect_input_error(&dir, &["run", "--restart", g, "--precision", "f32"], &["keeps the precision"]);
     // Already at the end: nothing to do.
-    expect_input_error(&dir, &["run", "--restart", g], &["already at the end"]);
+    expect_input_error(&dir, &["run", "--restart", g], &["already at or past the end"]);
+    // A lowered end step, below the checkpoint's.
+    let shorter = write(&dir, "shorter.yaml", &GOOD.replace("end_step: 20", "end_step: 5"));
+    expect_input_error(&dir, &["run", "--restart", g, shorter.to_str().unwrap()], &["at step 20", "at or past the end", "step 5"]);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn restart_into_another_directory_keeps_what_is_there() {
+    let dir = with_run("restart_elsewhere");
+    let ck = "out/h/checkpoint_00000010.h5";
+    // Another finished run: a restart into its directory is refused as a fresh run would be.
+    write(&dir, "b.yaml", &GOOD.replace("name: h", "name: b").replace("n: 17", "n: 9"));
+    ok(sim(&dir, &["run", "b.yaml", "--quiet"]));
+    let before = snapshot(&dir.join("out/b"));
+    exit2(&sim(&dir, &["run", "--restart", ck, "--out", "out/b", "--quiet"]), &["out/b", "already holds files", "--overwrite"]);
+    assert_eq!(before, snapshot(&dir.join("out/b")));
+    // A directory of the user's files, one named as a run's: refused even with --overwrite.
+    std::fs::create_dir_all(dir.join("mine")).unwrap();
+    write(&dir, "mine/history.csv", "my notes\n");
+    let before = snapshot(&dir.join("mine"));
+    exit2(&sim(&dir, &["run", "--restart", ck, "--out", "mine", "--quiet", "--overwrite"]), &["history.csv"]);
+    assert_eq!(before, snapshot(&dir.join("mine")));
+    // With --overwrite the other run's files give way.
+    ok(sim(&dir, &["run", "--restart", ck, "--out", "out/b", "--quiet", "--overwrite"]));
+    assert!(dir.join("out/b/h.pvd").exists() && !dir.join("out/b/b.pvd").exists());
+    // A checkpoint copied alone into a directory and continued there is not rotated away.
+    std::fs::create_dir_all(dir.join("lone")).unwrap();
+    std::fs::copy(dir.join(ck), dir.join("lone/checkpoint_00000010.h5")).unwrap();
+    let keep_one = write(&dir, "keep_one.yaml", &GOOD.replace("every_steps: 10}", "every_steps: 5, keep: 1}"));
+    ok(sim(&dir, &["run", "--restart", "lone/checkpoint_00000010.h5", keep_one.to_str().unwrap(), "--quiet"]));
+    let left: Vec<_> = sim::io::checkpoint::list(&dir.join("lone")).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(left, [10, 20], "the copied checkpoint and the newest written one");
     std::fs::remove_dir_all(dir).unwrap();
 }
 

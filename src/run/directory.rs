@@ -42,6 +42,11 @@ pub fn resolve(p: &Path) -> Result<PathBuf> {
     Ok(out)
 }
 
+/// Whether the resolved directory `dir` holds the file `file`.
+pub fn holds(dir: &Path, file: &Path) -> Result<bool> {
+    Ok(resolve(file.parent().unwrap_or(Path::new("")))? == dir)
+}
+
 /// Whether `name` is one of the files a run writes: the driver's and every solver's result
 /// files (so a foreign file by that name is never overwritten).
 pub fn is_run_file(name: &str) -> bool {
@@ -127,6 +132,11 @@ impl RunDir {
             writeln!(self.manifest, "{name}").map_err(|e| SimError::Run(format!("{}: {e}", self.path.join(MANIFEST).display())))?;
         }
         Ok(())
+    }
+
+    /// Whether a run in this directory wrote `name`.
+    pub fn wrote(&self, name: &str) -> bool {
+        self.listed.contains(name)
     }
 
     fn err(&self, what: &str, e: std::io::Error) -> SimError {

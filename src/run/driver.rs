@@ -379,8 +379,13 @@ impl<'a> Driver<'a> {
             return Ok(());
         }
         checkpoint::write(&path, &meta, &state, &s.mesh())?;
-        // Keep the newest `keep` checkpoints.
-        let all = checkpoint::list(dir);
+        // Keep the newest `keep` checkpoints of those this directory's runs wrote (a checkpoint
+        // copied in to continue from is the user's).
+        let ours = |p: &std::path::PathBuf| {
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            self.dir.as_ref().is_some_and(|d| d.wrote(name))
+        };
+        let all: Vec<_> = checkpoint::list(dir).into_iter().filter(|(_, p)| ours(p)).collect();
         for (_, old) in all.iter().take(all.len().saturating_sub(self.setup.case.checkpoint.keep)) {
             let _ = std::fs::remove_file(old);
             let _ = std::fs::remove_file(old.with_extension("xmf"));

@@ -115,18 +115,20 @@ pub fn run_on(opts: &RunOptions, procs: Option<&dyn Processes>) -> Result<serde_
         stop.check_limits(solver.step(), solver.time(), schedule::nominal_dt(solver.as_ref()))?;
         if restart.is_some() && stop.done(solver.as_ref()) {
             return input(format!(
-                "the checkpoint is at step {}{}, already at the end of the run ({}); raise time.end_time or \
+                "the checkpoint is at step {}{}, already at or past the end of the run ({}); raise time.end_time or \
                  time.end_step in a case file given with --restart",
                 solver.step(),
                 report::time_text(solver.as_ref()),
                 stop.text()
             ));
         }
-        // A restart may continue into a new directory (--out); rank 0 keeps it.
+        // A restart continues in its checkpoint's directory, or starts another one (--out),
+        // which is then taken as a fresh run's: refused if it holds files, unless --overwrite.
+        // Rank 0 keeps it.
         let run_dir = match (&restart, procs.is_some_and(|p| p.rank() != 0)) {
             (_, true) => None,
-            (None, false) => Some(directory::RunDir::fresh(&plan.out_dir, opts.overwrite)?),
-            (Some(_), false) => Some(directory::RunDir::restart(&plan.out_dir)?),
+            (Some(ck), false) if directory::holds(&plan.out_dir, ck)? => Some(directory::RunDir::restart(&plan.out_dir)?),
+            (_, false) => Some(directory::RunDir::fresh(&plan.out_dir, opts.overwrite)?),
         };
         Ok((restart, stop, run_dir))
     })();

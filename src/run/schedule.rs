@@ -12,6 +12,10 @@ pub const TOL: f64 = 1e-9;
 /// The most steps a run may take (about 1.1e12): beyond it a run would not end in practice.
 pub const MAX_STEPS: u64 = 1 << 40;
 
+/// The most output instants `output.every_time` may ask for before the end of a run: each
+/// lands a step and writes a frame, so far more is a mistyped interval, not a plan.
+pub const MAX_FRAMES: u64 = 1_000_000;
+
 /// The nominal step of `s`, None under pseudo-time.
 pub fn nominal_dt(s: &dyn Solver) -> Option<f64> {
     (s.clock() == Clock::Physical).then(|| s.dt())
@@ -34,6 +38,8 @@ pub enum Ending {
 pub struct Stop {
     pub end_step: Option<u64>,
     pub end_time: Option<f64>,
+    /// `output.every_time`: each of its instants before the end may shorten a step.
+    pub every_time: Option<f64>,
 }
 
 impl Stop {
@@ -44,7 +50,7 @@ impl Stop {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        Stop { end_step, end_time: case.time.end_time }
+        Stop { end_step, end_time: case.time.end_time, every_time: case.output.every_time }
     }
 
     pub fn done(&self, s: &dyn Solver) -> bool {
@@ -74,7 +80,8 @@ impl Stop {
     }
 
     /// Refuse a run that could not end: a time step that is not positive, finite and normal,
-    /// or more than [`MAX_STEPS`] steps.
+    /// more than [`MAX_FRAMES`] output instants, or more than [`MAX_STEPS`] steps (the
+    /// landing steps included).
     pub fn check_limits(&self, step: u64, time: f64, dt: Option<f64>) -> Result<()> {
         if let Some(dt) = dt
             && !(dt.is_normal() && dt > 0.0)
@@ -84,7 +91,18 @@ impl Stop {
                  not subnormal (check the stability number, the grid and the domain)"
             ));
         }
-        let steps = self.last_step(step, time, dt) - step;
+        // A checkpoint past a lowered end has no steps left (the caller says so).
+        let steps = self.last_step(step, time, dt).saturating_sub(step);
+        let frames = self.output_instants(step, time);
+        if frames > MAX_FRAMES as f64 {
+            return input(format!(
+                "output.every_time: {:e} asks for {frames:.3e} output frames before time.end_time = {:e}, more \
+                 than the limit of {MAX_FRAMES}; use a larger interval",
+                self.every_time.unwrap_or_default(),
+                self.end_time.unwrap_or_default()
+            ));
+        }
+        let steps = steps.saturating_add(frames as u64);
         if steps > MAX_STEPS {
             return input(format!(
                 "the run would take {steps} steps, more than the limit of {MAX_STEPS}; use a larger time step or \
@@ -92,6 +110,14 @@ impl Stop {
             ));
         }
         Ok(())
+    }
+
+    /// How many instants of `output.every_time` lie between `time` and the end of a run from
+    /// `step`: at most one per step, so no more than an end step leaves.
+    fn output_instants(&self, step: u64, time: f64) -> f64 {
+        let (Some(end), Some(every)) = (self.end_time, self.every_time) else { return 0.0 };
+        let by_time = ((end - time) / every).ceil().max(0.0);
+        self.end_step.map_or(by_time, |e| by_time.min(e.saturating_sub(step) as f64))
     }
 
     pub fn text(&self) -> String {

@@ -47,6 +47,15 @@ fn bad_inputs_exit_2_naming_the_key_and_leave_files_alone() {
             ("dry", ny, nx, (0..nx * ny).map(|k| if k == 7 { -1.0 } else { 50.0 }).collect()),
         ],
     );
+    // NetCDF's default fill value for floats in one cell (row 1, column 10), marked as such.
+    let fill = 9.969209968386869e36;
+    let filled: Vec<f64> = (0..nx * ny).map(|k| if k == 30 { fill } else { 50.0 }).collect();
+    let f = hdf5::File::create(dir.join("filled.h5")).unwrap();
+    let ds = f.new_dataset::<f64>().shape([ny, nx]).create("H").unwrap();
+    ds.write_raw(&filled).unwrap();
+    ds.new_attr::<f64>().create("_FillValue").unwrap().write_scalar(&fill).unwrap();
+    drop((ds, f));
+    std::fs::create_dir_all(dir.join("adir.h5")).unwrap();
     let base = "nx: 20, ny: 16, dx: 200.0, bathymetry: {flat: 60.0}, initial: {bump: {position: corner}}";
     let bad: &[(&str, &[&str])] = &[
         (&format!("scheme: leapfrog, dt: 1.0, {base}"), &["leapfrog", "fbl"]),
@@ -56,6 +65,8 @@ fn bad_inputs_exit_2_naming_the_key_and_leave_files_alone() {
         ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {flat: 60.0}, initial: {bump: {amplitude: -100.0}}", &["total depth"]),
         ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {file: {path: nope.h5}}, initial: rest", &["nope.h5", "no such file"]),
         ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {file: {path: text.h5}}, initial: rest", &["text.h5", "HDF5"]),
+        ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {file: {path: adir.h5}}, initial: rest", &["adir.h5", "not a regular file"]),
+        ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {file: {path: filled.h5}}, initial: rest", &["filled.h5", "_FillValue", "row 1, column 10"]),
         ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {file: {path: in.h5, dataset: depth}}, initial: rest", &["in.h5", "\"depth\""]),
         ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {file: {path: in.h5, dataset: wrong}}, initial: rest", &["\"wrong\"", "19 x 20", "16 x 20"]),
         ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {file: {path: in.h5, dataset: nan}}, initial: rest", &["\"nan\"", "NaN", "row 2, column 5"]),

@@ -9,8 +9,11 @@ use crate::error::{Result, input};
 /// and the dataset.
 pub fn read(key: &str, path: &Path, name: &str, shapes: &[[usize; 2]]) -> Result<(Vec<f64>, [usize; 2])> {
     let file = path.display();
-    if !path.is_file() {
+    if !path.exists() {
         return input(format!("{key}: {file}: no such file"));
+    }
+    if !path.is_file() {
+        return input(format!("{key}: {file}: not a regular file"));
     }
     let h5 = hdf5::File::open(path)
         .map_err(|e| crate::error::SimError::Input(format!("{key}: {file}: not a readable HDF5/NetCDF-4 file ({e})")))?;
@@ -28,6 +31,17 @@ pub fn read(key: &str, path: &Path, name: &str, shapes: &[[usize; 2]]) -> Result
     let values: Vec<f64> = ds
         .read_raw::<f64>()
         .map_err(|e| crate::error::SimError::Input(format!("{key}: cannot read dataset {name:?} of {file} as numbers ({e})")))?;
+    // NetCDF marks missing data (land, gaps) with the variable's fill value.
+    for attr in ["_FillValue", "missing_value"] {
+        let Some(fill) = ds.attr(attr).and_then(|a| a.read_scalar::<f64>()).ok() else { continue };
+        if let Some(k) = values.iter().position(|&v| v == fill) {
+            return input(format!(
+                "{key}: dataset {name:?} of {file} holds its {attr} {fill:e} (missing data) at row {}, column {}",
+                k / cols,
+                k % cols
+            ));
+        }
+    }
     if let Some(k) = values.iter().position(|v| !v.is_finite()) {
         return input(format!(
             "{key}: dataset {name:?} of {file} holds {} at row {}, column {}",

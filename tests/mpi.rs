@@ -235,7 +235,7 @@ fn guard_names_the_serial_runs_node(test: &str, case: &str, grid: sim::solver::G
     let what = err.trim_start_matches("error: ").split(';').next().unwrap().to_string();
     assert!(what.contains(names) && what.contains("at step 7"), "{err}");
     for np in [2, 4] {
-        let o = mpirun(&dir, np, &["run", "--restart", "nan/checkpoint_00000005.h5", "--out", "p", "--quiet"]);
+        let o = mpirun(&dir, np, &["run", "--restart", "nan/checkpoint_00000005.h5", "--out", "p", "--quiet", "--overwrite"]);
         let e = stderr(&o);
         assert_eq!(o.status.code(), Some(1), "{np} ranks: {e}");
         assert_eq!(e.matches("error:").count(), 1, "{np} ranks: {e}");

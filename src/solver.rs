@@ -224,6 +224,11 @@ pub trait Solver: Send {
     }
     /// The nominal length of the next step (the latest proposal).
     fn dt(&self) -> f64;
+    /// Whether every full step has the length [`Solver::dt`]; false for a CFL-adaptive
+    /// solver, whose steps follow the state.
+    fn dt_is_fixed(&self) -> bool {
+        true
+    }
     /// Propose the length of the next step; a CFL-adaptive solver computes it here (a
     /// reduction over the state). The driver may shorten it to land on an output instant or
     /// the end time.

@@ -381,6 +381,30 @@ fn shallow_water_checkpoints_move_between_rank_counts() {
     moves_between_rank_counts("mpi_sw_restart", &shallow_water("kp07", "f32", "periodic", "wall", ""));
 }
 
+/// A case that reads its bathymetry from a file: a checkpoint of 4 ranks continues on 2 from
+/// the copy of the file's array it holds, after the file was replaced by another, as the serial
+/// run continues from the file.
+#[test]
+fn shallow_water_restarts_take_the_file_arrays_from_the_checkpoint() {
+    let dir = scratch("mpi_sw_file");
+    let (nx, ny) = (37usize, 29usize);
+    let write_depth = |shift: f64| {
+        let f = hdf5::File::create(dir.join("depth.h5")).unwrap();
+        let v: Vec<f64> = (0..nx * ny).map(|k| shift + 3000.0 + 10.0 * (k % nx) as f64 + (k / nx) as f64).collect();
+        f.new_dataset::<f64>().shape([ny, nx]).create("depth").unwrap().write_raw(&v).unwrap();
+    };
+    write_depth(0.0);
+    let case = shallow_water("cdklm16", "f64", "wall", "periodic", "")
+        .replace("bathymetry: gpu_ocean_test", "bathymetry: {file: {path: depth.h5, dataset: depth}}");
+    write(&dir, "case.yaml", &case);
+    ok(sim(&dir, &["run", "case.yaml", "--quiet", "--overwrite", "--out", "serial13", "--steps", "13"]));
+    ok(mpirun(&dir, 4, &["run", "case.yaml", "--quiet", "--overwrite", "--out", "r", "--steps", "7"]));
+    write_depth(500.0);
+    ok(mpirun(&dir, 2, &["run", "--restart", "r", "--quiet", "--steps", "6"]));
+    assert!(final_bits(&dir, "r") == final_bits(&dir, "serial13"), "4 -> 2 ranks differs from the serial run");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 /// Explicit heat2d on one (emulated where there is none) GPU per rank, the blocks whole rows,
 /// their ghost rows staged through the host: 2, 3 and 4 ranks give the serial CPU run's field
 /// bitwise, f32 and f64; a checkpoint of 4 GPU ranks continues on the CPU without MPI; a process

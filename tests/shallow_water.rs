@@ -199,6 +199,52 @@ fn arrays_from_a_file_become_the_initial_state() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// A run whose bathymetry and initial state come from a file restarts from the copies its
+/// checkpoint holds: without the case file, with the file replaced by another (same shapes, other
+/// depths) and then removed, it ends bitwise equal to the run straight through; a damaged copy
+/// is refused, naming the checkpoint and the dataset.
+#[test]
+fn restart_takes_the_file_arrays_from_the_checkpoint() {
+    use sim::io::checkpoint;
+    let dir = scratch("swe_file_restart");
+    let (nx, ny) = (16usize, 12usize);
+    let corners = (nx + 1) * (ny + 1);
+    let depth = |shift: f64| (0..corners).map(|k| shift + 30.0 + (k % (nx + 1)) as f64).collect::<Vec<f64>>();
+    let eta: Vec<f64> = (0..nx * ny).map(|k| 0.01 * ((k * 7) % 11) as f64).collect();
+    h5(&dir.join("b.h5"), &[("H", ny + 1, nx + 1, depth(0.0)), ("eta", ny, nx, eta.clone())]);
+    let solver = format!(
+        "scheme: kp07, nx: {nx}, ny: {ny}, dx: 100.0, courant: 0.4, coriolis: {{f0: 0.001}}, \
+         boundary: {{north: {{sponge: {{cells: 3}}}}}}, bathymetry: {{file: {{path: b.h5}}}}, \
+         initial: {{file: {{path: b.h5, eta: eta}}}}"
+    );
+    let text = format!("{}checkpoint: {{every_steps: 10}}\n", case("s", &solver, "f64", "{end_time: 60.0}"));
+    write(&dir, "c.yaml", &text);
+    ok(sim(&dir, &["run", "c.yaml", "--quiet", "--out", "full"]));
+    ok(sim(&dir, &["run", "c.yaml", "--quiet", "--out", "legs", "--steps", "20"]));
+    h5(&dir.join("b.h5"), &[("H", ny + 1, nx + 1, depth(7.0)), ("eta", ny, nx, vec![0.0; nx * ny])]);
+    std::fs::copy(dir.join("legs/checkpoint_00000020.h5"), dir.join("copy.h5")).unwrap();
+    ok(sim(&dir, &["run", "--restart", "legs", "--quiet"]));
+    let last = |d: &str| checkpoint::read(&checkpoint::list(&dir.join(d)).pop().unwrap().1).unwrap();
+    let ((meta_full, full), (meta_legs, legs)) = (last("full"), last("legs"));
+    assert_eq!((meta_full.step, meta_full.time.to_bits()), (meta_legs.step, meta_legs.time.to_bits()));
+    assert_eq!(full, legs, "fields and stored inputs bitwise equal after the restart");
+    let stored = full.iter().find(|a| a.name == "input_bathymetry").expect("the bathymetry is stored");
+    assert_eq!((stored.shape.clone(), stored.values.to_f64()), (vec![ny + 1, nx + 1], depth(0.0)));
+
+    // With the file gone, the copy of the checkpoint continues alone; a damaged copy of the
+    // bathymetry in it (rewritten with a matching checksum) is refused.
+    std::fs::remove_file(dir.join("b.h5")).unwrap();
+    ok(sim(&dir, &["run", "--restart", "copy.h5", "--out", "alone", "--quiet"]));
+    assert_eq!(last("alone").1, full, "restarted without the file");
+    let (meta, mut arrays) = checkpoint::read(&dir.join("copy.h5")).unwrap();
+    let bathymetry = arrays.iter_mut().find(|a| a.name == "input_bathymetry").unwrap();
+    bathymetry.values = sim::real::Values::F64((0..corners).map(|k| if k == 20 { f64::NAN } else { 40.0 }).collect());
+    let grid = sim::solver::Grid { n: [nx, ny], origin: [0.0, 0.0], spacing: [100.0, 100.0] };
+    checkpoint::write(&dir.join("bad.h5"), &meta, &arrays, &sim::solver::Mesh::Cells(grid)).unwrap();
+    exit2(&sim(&dir, &["run", "--restart", "bad.h5", "--out", "bad", "--quiet"]), &["bad.h5", "/fields/input_bathymetry", "NaN", "row 1, column 3"]);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 fn params(yaml: &str) -> ShallowWaterParams {
     serde_saphyr::from_str(yaml).unwrap()
 }

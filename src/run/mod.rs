@@ -87,13 +87,22 @@ pub fn run_on(opts: &RunOptions, procs: Option<&dyn Processes>) -> Result<serde_
         Device::Cuda(..) => None,
     };
     let pool = agreed(procs, subnormals.unwrap_or_default().pool(threads))?;
-    let built = pool.install(|| match (&plan.restart, procs) {
-        (_, Some(p)) => crate::solvers::build_parallel(case, plan.precision, &device, p).map(|(s, c)| (s, Some(c))),
-        (Some(ck), None) => {
-            let inputs = ck.read_named(case.solver.spec().restart_inputs())?;
-            Ok((crate::solvers::build_for_restart(case, plan.precision, &device, ck.path(), &inputs)?, None))
+    let built = pool.install(|| {
+        // The input data a checkpoint holds for its solver (see SolverSpec::restart_inputs).
+        let inputs = match &plan.restart {
+            Some(ck) => Some((ck.path(), ck.read_named(case.solver.spec().restart_inputs())?)),
+            None => None,
+        };
+        let restart = inputs.as_ref().map(|(path, arrays)| (*path, &arrays[..]));
+        match (restart, procs) {
+            (restart, Some(p)) => {
+                crate::solvers::build_parallel(case, plan.precision, &device, p, restart).map(|(s, c)| (s, Some(c)))
+            }
+            (Some((path, arrays)), None) => {
+                Ok((crate::solvers::build_for_restart(case, plan.precision, &device, path, arrays)?, None))
+            }
+            (None, None) => Ok((crate::solvers::build_on(case, plan.precision, &device)?, None)),
         }
-        (None, None) => Ok((crate::solvers::build_on(case, plan.precision, &device)?, None)),
     });
     let (mut solver, comm) = agreed(procs, built)?;
     let prepared = (|| {

@@ -226,12 +226,14 @@ pub fn build_on(case: &Case, precision: Precision, device: &Device) -> Result<Bo
 /// Build this rank's part of the solver of `case` split over the ranks `procs` of a run under
 /// MPI (the process grid from `parallel.ranks` or chosen), at its initial condition. So far
 /// explicit heat2d, the cavity and the shallow-water schemes run on several ranks, on the CPU or
-/// on GPUs; the others are refused.
+/// on GPUs; the others are refused. On a restart, `restart` gives the checkpoint and the input
+/// arrays it holds (see [`SolverSpec::restart_inputs`]).
 pub fn build_parallel(
     case: &Case,
     precision: Precision,
     device: &Device,
     procs: &dyn Processes,
+    restart: Option<(&std::path::Path, &[StateArray])>,
 ) -> Result<(Box<dyn Solver>, Arc<dyn Comm>)> {
     match (&case.solver, device) {
         (SolverCase::Heat2d(p), _) if p.method == heat::Method::Explicit => {
@@ -252,8 +254,13 @@ pub fn build_parallel(
             // A periodic axis of one rank wraps within the block, by the boundary condition.
             let periodic = [sides.periodic_x() && dims[0] > 1, sides.periodic_y() && dims[1] > 1];
             let comm = procs.grid(dims, periodic);
+            let inputs = match restart {
+                Some((checkpoint, arrays)) => shallow_water::input_file::Inputs::stored(arrays, checkpoint),
+                None => shallow_water::input_file::Inputs::files(),
+            };
             let c = comm.clone();
-            let part = crate::in_precision!(precision, |T| shallow_water::ShallowWater::<T>::on_ranks(p, c, device));
+            let part =
+                crate::in_precision!(precision, |T| shallow_water::ShallowWater::<T>::on_ranks(p, c, device, inputs));
             Ok((part?, comm))
         }
         (SolverCase::Cavity(p), _) => {

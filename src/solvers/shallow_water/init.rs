@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::error::{Result, input};
 
 use super::grid::{At, Physics};
-use super::input_file;
+use super::input_file::Inputs;
 use super::params::{Bathymetry, HumpShape, InitialCondition, ShallowWaterParams};
 use super::scheme::Initial;
 
@@ -100,9 +100,9 @@ impl Sources {
         Initial { eta: &*self.eta, hu: &*self.hu, hv: &*self.hv, depth: &*self.depth }
     }
 
-    /// Read the case's files (if any) and set up its initial condition; errors name the key
-    /// and the file.
-    pub fn new(params: &ShallowWaterParams) -> Result<Self> {
+    /// Read the case's file arrays (if any) from `inputs` and set up its initial condition;
+    /// errors name the key and the file.
+    pub fn new(params: &ShallowWaterParams, inputs: &mut Inputs) -> Result<Self> {
         let p = params.physics();
         let key = "solver.shallow_water";
         let depth: Sample = match &params.bathymetry {
@@ -117,7 +117,7 @@ impl Sources {
             }
             Bathymetry::File { path, dataset } => {
                 let shapes = [[p.nx, p.ny], [p.nx + 1, p.ny + 1]];
-                let (v, n) = input_file::read(&format!("{key}.bathymetry.file"), path, dataset, &shapes)?;
+                let (v, n) = inputs.get(&format!("{key}.bathymetry.file"), "bathymetry", path, dataset, &shapes)?;
                 if let Some(k) = v.iter().position(|&h| h <= 0.0) {
                     return input(format!(
                         "{key}.bathymetry.file: dataset {dataset:?} of {} has depth {} <= 0 at row {}, column {} \
@@ -167,13 +167,14 @@ impl Sources {
                 (Arc::new(move |at| j1.eta(at)), zero(), Arc::new(move |at: At| (h(at) + j2.eta(at)) * j2.v(at.x)))
             }
             InitialCondition::File { path, eta, hu, hv } => {
-                let read = |name: &str| -> Result<Sample> {
-                    let (v, n) = input_file::read(&format!("{key}.initial.file"), path, name, &[[p.nx, p.ny]])?;
+                let mut read = |what: &str, name: &str| -> Result<Sample> {
+                    let (v, n) = inputs.get(&format!("{key}.initial.file"), what, path, name, &[[p.nx, p.ny]])?;
                     let g = Gridded::new(v, n, &p);
                     Ok(Arc::new(move |at: At| g.at(at.x, at.y)))
                 };
-                let opt = |name: &Option<String>| name.as_deref().map_or(Ok(zero()), read);
-                (read(eta)?, opt(hu)?, opt(hv)?)
+                let eta = read("eta", eta)?;
+                let mut opt = |what, name: &Option<String>| name.as_deref().map_or(Ok(zero()), |n| read(what, n));
+                (eta, opt("hu", hu)?, opt("hv", hv)?)
             }
         };
         Ok(Sources { eta, hu, hv, depth })

@@ -1,8 +1,11 @@
-//! Arrays from an HDF5 or NetCDF-4 file (NetCDF-4 is HDF5): bathymetry and initial fields.
+//! Arrays from an HDF5 or NetCDF-4 file (NetCDF-4 is HDF5): bathymetry and initial fields,
+//! and their copies in a checkpoint.
 
 use std::path::Path;
 
-use crate::error::{Result, input};
+use crate::error::{Result, SimError, input};
+use crate::real::Values;
+use crate::solver::StateArray;
 
 /// The 2-D dataset `name` of `path` as `(values row-major, [columns, rows])`, checked to have
 /// one of the `shapes` (`[columns, rows]`) and only finite values; errors name `key`, the file
@@ -51,4 +54,114 @@ pub fn read(key: &str, path: &Path, name: &str, shapes: &[[usize; 2]]) -> Result
         ));
     }
     Ok((values, [cols, rows]))
+}
+
+/// The names under which a checkpoint's /fields hold the arrays a case read from its files
+/// (`input_` and what the array is), as read (rows x columns, f64).
+pub const STORED: [&str; 4] = ["input_bathymetry", "input_eta", "input_hu", "input_hv"];
+
+/// Where a case's file arrays come from: its files, or on a restart the copies its checkpoint
+/// holds, so that a restart needs neither the files nor that they are unchanged. Keeps what
+/// it hands out, for the checkpoints.
+pub struct Inputs<'a> {
+    /// A checkpoint's arrays and its path.
+    stored: Option<(&'a [StateArray], &'a Path)>,
+    kept: Vec<StateArray>,
+}
+
+impl<'a> Inputs<'a> {
+    /// From the case's files.
+    pub fn files() -> Self {
+        Inputs { stored: None, kept: Vec::new() }
+    }
+
+    /// From the `arrays` of the `checkpoint` file (see [`STORED`]). An array it lacks (a checkpoint written
+    /// before they were stored) is read from the file and not kept, so that the checkpoints of
+    /// the continued run keep the layout of the one it started from.
+    pub fn stored(arrays: &'a [StateArray], checkpoint: &'a Path) -> Self {
+        Inputs { stored: Some((arrays, checkpoint)), kept: Vec::new() }
+    }
+
+    /// Dataset `name` of `path` as [`read`] gives it, for the array `what` (`bathymetry`,
+    /// `eta`, `hu`, `hv`).
+    pub fn get(
+        &mut self,
+        key: &str,
+        what: &str,
+        path: &Path,
+        name: &str,
+        shapes: &[[usize; 2]],
+    ) -> Result<(Vec<f64>, [usize; 2])> {
+        let stored_name = format!("input_{what}");
+        debug_assert!(STORED.contains(&stored_name.as_str()));
+        let copy = self.stored.map(|(arrays, ck)| (arrays.iter().find(|a| a.name == stored_name), ck));
+        let (values, n) = match copy {
+            Some((Some(a), ck)) => stored(a, shapes).map_err(|e| SimError::Input(format!("checkpoint {}: {e}", ck.display())))?,
+            Some((None, _)) => return read(key, path, name, shapes),
+            None => read(key, path, name, shapes)?,
+        };
+        let shape = vec![n[1], n[0]];
+        self.kept.push(StateArray { name: stored_name, shape, values: Values::F64(values.clone()), place: None });
+        Ok((values, n))
+    }
+
+    /// The arrays handed out, to be kept in the checkpoints.
+    pub fn kept(self) -> Vec<StateArray> {
+        self.kept
+    }
+}
+
+/// A stored copy of a file array, checked as the file's was (shape, finite values).
+fn stored(a: &StateArray, shapes: &[[usize; 2]]) -> Result<(Vec<f64>, [usize; 2])> {
+    let name = &a.name;
+    let Values::F64(values) = &a.values else {
+        return input(format!("dataset /fields/{name} is not an f64 array"));
+    };
+    let [rows, cols] = a.shape[..] else {
+        return input(format!("dataset /fields/{name} has shape {:?}; the case needs a 2-D array", a.shape));
+    };
+    if !shapes.contains(&[cols, rows]) {
+        return input(format!("dataset /fields/{name} is {rows} x {cols}, which the case's grid does not take"));
+    }
+    if let Some(k) = values.iter().position(|v| !v.is_finite()) {
+        return input(format!("dataset /fields/{name} holds {} at row {}, column {}", values[k], k / cols, k % cols));
+    }
+    Ok((values.clone(), [cols, rows]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A checkpoint written before the file arrays were stored: they come from the file and
+    /// are not kept, so that the continued run's checkpoints keep its layout.
+    #[test]
+    fn arrays_a_checkpoint_lacks_come_from_the_file_and_are_not_kept() {
+        let dir = std::env::temp_dir().join(format!("sim_input_file_{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("b.h5");
+        let values: Vec<f64> = (0..12).map(|k| 10.0 + k as f64).collect();
+        let f = hdf5::File::create(&path).unwrap();
+        f.new_dataset::<f64>().shape([3, 4]).create("H").unwrap().write_raw(&values).unwrap();
+        drop(f);
+        let get = |inputs: &mut Inputs| inputs.get("key", "bathymetry", &path, "H", &[[4, 3]]).unwrap();
+
+        let mut fresh = Inputs::files();
+        assert_eq!(get(&mut fresh), (values.clone(), [4, 3]));
+        let kept = fresh.kept();
+        assert_eq!((kept.len(), kept[0].name.as_str(), kept[0].shape.clone()), (1, "input_bathymetry", vec![3, 4]));
+
+        let checkpoint = dir.join("checkpoint.h5");
+        let mut old = Inputs::stored(&[], &checkpoint);
+        assert_eq!(get(&mut old), (values.clone(), [4, 3]));
+        assert!(old.kept().is_empty());
+
+        // A stored copy wins over the file.
+        let copy = StateArray { values: Values::F64(vec![5.0; 12]), ..kept[0].clone() };
+        let stored = [copy];
+        let mut new = Inputs::stored(&stored, &checkpoint);
+        assert_eq!(get(&mut new), (vec![5.0; 12], [4, 3]));
+        assert_eq!(new.kept(), stored);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
 }

@@ -16,7 +16,7 @@ mod fd_cuda;
 pub mod fbl;
 pub mod grid;
 pub mod init;
-mod input_file;
+pub mod input_file;
 pub mod kp07;
 pub mod part;
 pub mod params;
@@ -46,6 +46,7 @@ use crate::solvers::{Device, Registered, SolverSpec};
 
 pub use params::{SchemeName, ShallowWaterParams};
 use grid::Physics;
+use input_file::Inputs;
 use params::{Bathymetry, InitialCondition};
 use scheme::{Cells, Scheme};
 
@@ -104,6 +105,21 @@ impl SolverSpec for ShallowWaterParams {
     }
     fn build(&self, precision: Precision, device: &Device) -> Result<Box<dyn Solver>> {
         crate::in_precision!(precision, |T| ShallowWater::<T>::on(self, device))
+    }
+    /// The arrays read from files, which the checkpoints hold (not the files, which may have
+    /// moved or changed).
+    fn restart_inputs(&self) -> &'static [&'static str] {
+        &input_file::STORED
+    }
+    fn build_restart(
+        &self,
+        precision: Precision,
+        device: &Device,
+        checkpoint: &std::path::Path,
+        arrays: &[StateArray],
+    ) -> Result<Box<dyn Solver>> {
+        let inputs = Inputs::stored(arrays, checkpoint);
+        crate::in_precision!(precision, |T| ShallowWater::<T>::with(self, device, inputs))
     }
     fn input_paths(&mut self) -> Vec<&mut PathBuf> {
         let mut paths = Vec::new();
@@ -172,6 +188,9 @@ pub struct ShallowWater<T: Real> {
     last_dt: f64,
     /// Σ η dx dy and Σ |η| dx dy at the start, for the mass change in the report.
     initial_mass: f64,
+    /// The arrays the case read from its files, kept in the checkpoints (see
+    /// [`input_file::Inputs`]).
+    inputs: Vec<StateArray>,
     initial_volume: f64,
     step: u64,
     time: f64,
@@ -192,7 +211,12 @@ impl<T: Real> ShallowWater<T> {
 
     /// The same on `device`.
     pub fn on(params: &ShallowWaterParams, device: &Device) -> Result<Self> {
-        let sources = init::Sources::new(params)?;
+        Self::with(params, device, Inputs::files())
+    }
+
+    /// The same with the file arrays from `inputs`.
+    fn with(params: &ShallowWaterParams, device: &Device, mut inputs: Inputs) -> Result<Self> {
+        let sources = init::Sources::new(params, &mut inputs)?;
         let p = params.physics();
         let initial = sources.initial();
         let rk = params.time_integration;
@@ -217,13 +241,19 @@ impl<T: Real> ShallowWater<T> {
             Device::Cpu(opts) => params.tiling(T::PRECISION, opts, rayon::current_num_threads()),
             Device::Cuda(..) => None,
         };
-        Self::start(params, scheme, backend, tiling, None)
+        Self::start(params, scheme, backend, tiling, None, inputs.kept())
     }
 
     /// The block of `comm`'s rank of the case's domain (see [`part`]), on the CPU for every
-    /// scheme or on the rank's GPU (a block of whole rows); not blocked in time.
-    pub fn on_ranks(params: &ShallowWaterParams, comm: Arc<dyn Comm>, device: &Device) -> Result<Self> {
-        let sources = init::Sources::new(params)?;
+    /// scheme or on the rank's GPU (a block of whole rows); not blocked in time. The file
+    /// arrays come from `inputs`.
+    pub fn on_ranks(
+        params: &ShallowWaterParams,
+        comm: Arc<dyn Comm>,
+        device: &Device,
+        mut inputs: Inputs,
+    ) -> Result<Self> {
+        let sources = init::Sources::new(params, &mut inputs)?;
         let ranks = part::Ranks::new(params.physics(), comm);
         let halo = || Some(part::Halo::new(&ranks, fv::CELLS));
         let halos = || Some(fd_boundary::Halos::new(&ranks));
@@ -246,7 +276,7 @@ impl<T: Real> ShallowWater<T> {
             }
         };
         let backend = crate::parallel::backend(&on, ranks.comm.as_ref());
-        Self::start(params, scheme, backend, None, Some(ranks))
+        Self::start(params, scheme, backend, None, Some(ranks), inputs.kept())
     }
 
     /// The solver of `scheme` at its initial state, checked: positive depth everywhere, a
@@ -257,6 +287,7 @@ impl<T: Real> ShallowWater<T> {
         backend: String,
         tiling: Option<Tiling>,
         ranks: Option<part::Ranks>,
+        inputs: Vec<StateArray>,
     ) -> Result<Self> {
         let grid = Grid { n: [params.nx, params.ny], origin: [0.0, 0.0], spacing: [params.dx, params.dy()] };
         let mut sw = ShallowWater {
@@ -267,6 +298,7 @@ impl<T: Real> ShallowWater<T> {
             last_dt: 0.0,
             initial_mass: 0.0,
             initial_volume: 0.0,
+            inputs,
             step: 0,
             time: 0.0,
             backend,
@@ -413,6 +445,9 @@ impl<T: Real> Solver for ShallowWater<T> {
     }
     fn dt(&self) -> f64 {
         self.dt
+    }
+    fn dt_is_fixed(&self) -> bool {
+        self.params.courant.is_none()
     }
     fn propose_dt(&mut self) -> Result<f64> {
         if self.params.courant.is_some() {
@@ -561,14 +596,17 @@ impl<T: Real> Solver for ShallowWater<T> {
             None => arrays.map(|(name, place, f)| Some((name, place, f.v.to_vec()))).collect(),
             Some(r) => arrays.map(|(name, place, f)| r.gather(place, &f.v).map(|v| (name, place, v))).collect(),
         };
-        whole.into_iter().flatten().map(|(name, place, v)| StateArray::field(name, place, &mesh, T::wrap(v))).collect()
+        let fields = whole.into_iter().flatten().map(|(name, place, v)| StateArray::field(name, place, &mesh, T::wrap(v)));
+        let inputs = self.inputs.iter().filter(|_| self.ranks.as_ref().is_none_or(|r| r.comm.rank() == 0)).cloned();
+        fields.chain(inputs).collect()
     }
 
     /// The serial arrays' names and shapes, on every rank (`state` gathers on rank 0 alone).
     fn state_layout(&self) -> Vec<ArraySpec> {
         let mesh = self.mesh();
         let arrays = self.scheme.arrays().into_iter();
-        arrays.map(|(name, place, _)| ArraySpec::field(name, place, &mesh, T::PRECISION)).collect()
+        let fields = arrays.map(|(name, place, _)| ArraySpec::field(name, place, &mesh, T::PRECISION));
+        fields.chain(self.inputs.iter().map(StateArray::spec)).collect()
     }
 
     /// From the serial arrays (under MPI every rank cuts its block out of them).

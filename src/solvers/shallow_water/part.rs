@@ -289,7 +289,7 @@ mod tests {
     use crate::parallel::Single;
     use crate::solver::{Location, Solver};
     use crate::solvers::Device;
-    use crate::solvers::shallow_water::{ShallowWater, ShallowWaterParams};
+    use crate::solvers::shallow_water::{ShallowWater, ShallowWaterParams, input_file::Inputs};
 
     /// The blocks of any process grid cover every entry of the whole array (ghosts included)
     /// exactly once, for every place: the windows take the whole array apart and put it back.
@@ -324,7 +324,8 @@ mod tests {
         let params: ShallowWaterParams = serde_saphyr::from_str(text).unwrap();
         let mut serial = ShallowWater::<f64>::new(&params).unwrap();
         let comm = Arc::new(Single { periodic: [false, false] });
-        let mut part = ShallowWater::<f64>::on_ranks(&params, comm, &Device::Cpu(Default::default())).unwrap();
+        let cpu = Device::Cpu(Default::default());
+        let mut part = ShallowWater::<f64>::on_ranks(&params, comm, &cpu, Inputs::files()).unwrap();
         for _ in 0..7 {
             for s in [&mut serial, &mut part] {
                 let dt = s.propose_dt().unwrap();

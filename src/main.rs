@@ -173,6 +173,9 @@ enum Command {
         #[arg(long)]
         fast_math: bool,
     },
+    /// Walk a checkpoint's HDF5 structures (run in a child process before a restart).
+    #[command(name = sim::io::probe::COMMAND, hide = true)]
+    WalkCheckpoint { path: PathBuf },
 }
 
 fn main() -> ExitCode {
@@ -191,7 +194,18 @@ fn main() -> ExitCode {
                    (cargo build --release --features mpi)");
         return ExitCode::from(2);
     }
+    // A restart walks its checkpoint in a child process first (a damaged file can crash
+    // HDF5); not under MPI with several ranks, whose launcher may not allow children.
+    if procs.is_none_or(|p| p.size() == 1)
+        && let Ok(program) = std::env::current_exe()
+    {
+        sim::io::probe::enable(program);
+    }
     let result = match cli.command {
+        Command::WalkCheckpoint { path } => {
+            sim::io::probe::no_core_dump();
+            sim::io::checkpoint::walk(&path)
+        }
         Command::Run { case, restart, out, backend, precision, threads, steps, overwrite, quiet } => {
             let opts = RunOptions { case, restart, out, backend, precision, threads, steps, overwrite, quiet };
             let rank0 = procs.is_none_or(|p| p.rank() == 0);

@@ -544,6 +544,20 @@ pub fn open(path: &Path) -> Result<Opened> {
     Ok(opened)
 }
 
+/// Open the checkpoint at `path` and walk every HDF5 structure a restart reads (attributes,
+/// links, dataset headers and storage), reading no array data: what [`super::probe`] runs in a
+/// child process before a restart.
+pub fn walk(path: &Path) -> Result<()> {
+    let ck = open(path)?;
+    for group in ["fields", "geometry"] {
+        let g = ck.group(group)?;
+        for spec in ck.declared(group, false)? {
+            ck.checked(group, &g, &spec)?;
+        }
+    }
+    Ok(())
+}
+
 /// Read every array of the checkpoint at `path`, taking the shapes the file declares, and
 /// verify its checksum. For tools and tests; a restart reads through [`open`] and
 /// [`Opened::read_state`], which check every shape against the solver first.

@@ -6,6 +6,7 @@ pub mod history;
 pub mod pvd;
 pub mod vti;
 pub mod output;
+pub mod probe;
 pub mod vtu;
 
 use std::path::Path;

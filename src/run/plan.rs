@@ -68,6 +68,7 @@ fn unresolved_plan(opts: &RunOptions) -> Result<Plan> {
 /// controls.
 fn restart_plan(restart: &str, opts: &RunOptions, given: Option<(Case, String)>) -> Result<Plan> {
     let ck_path = resolve_restart(restart, opts, given.as_ref().map(|g| &g.0))?;
+    crate::io::probe::check(&ck_path)?;
     let ck = checkpoint::open(&ck_path)?;
     if !ck.has_checksum() {
         eprintln!(

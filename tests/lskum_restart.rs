@@ -112,7 +112,7 @@ fn mesh_cli_writes_a_loadable_cloud_and_rejects_bad_options() {
     assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
     let c = sim::mesh::cloud_file::load(&out, sim::solvers::lskum::CloudFormat::Sim).unwrap();
     assert_eq!(c.len(), 2400);
-    for args in [vec!["--ni", "8", "--nj", "30"], vec!["--type", "hexagons"], vec!["--radius=1"]] {
+    for args in [vec!["--ni", "8", "--nj", "30"], vec!["--type", "hexagons"], vec!["--radius=1"], vec!["--points", "0"]] {
         let st = std::process::Command::new(env!("CARGO_BIN_EXE_sim"))
             .args(["mesh", "naca0012"])
             .args(&args)
@@ -123,6 +123,10 @@ fn mesh_cli_writes_a_loadable_cloud_and_rejects_bad_options() {
         assert_eq!(st.status.code(), Some(2), "{args:?}");
         assert!(!d.join("bad.txt").exists());
     }
+    // A directory as the output file: named, exit 2.
+    let st = std::process::Command::new(env!("CARGO_BIN_EXE_sim")).args(["mesh", "naca0012", "--out"]).arg(&d).output().unwrap();
+    assert_eq!(st.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&st.stderr).contains("is a directory"), "{}", String::from_utf8_lossy(&st.stderr));
     let _ = std::fs::remove_dir_all(d);
 }
 

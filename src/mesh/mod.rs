@@ -49,6 +49,12 @@ pub struct MeshOptions {
 /// `sim mesh naca0012`: generate, validate and write a cloud; returns a one-line report.
 pub fn generate(o: &MeshOptions) -> Result<String> {
     let closure = parse_closure(&o.closure)?;
+    if o.points == Some(0) {
+        return Err(SimError::Input("--points 0: give the number of points wanted (at least 1)".into()));
+    }
+    if o.out.is_dir() {
+        return Err(SimError::Input(format!("--out {}: is a directory; give the cloud file's path", o.out.display())));
+    }
     let cloud = match o.kind.as_str() {
         "ogrid" => {
             let (ni, nj) = ogrid_size(o)?;

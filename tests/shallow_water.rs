@@ -76,6 +76,8 @@ fn bad_inputs_exit_2_naming_the_key_and_leave_files_alone() {
         (&format!("scheme: cdklm16, dt: 1.0, boundary: {{east: periodic}}, {base}"), &["periodic", "east and west"]),
         (&format!("scheme: fbl, courant: 0.4, {base}"), &["solver.shallow_water.courant", "fixed dt"]),
         (&format!("scheme: cdklm16, dt: 1.0, courant: 0.4, {base}"), &["either dt or courant"]),
+        (&format!("scheme: kp07, courant: 0.4, coriolis: {{f0: 1.0e4}}, {base}"), &["solver.shallow_water.coriolis", "|f| dt"]),
+        (&format!("scheme: ctcs, dt: 1.0, coriolis: {{f0: 1.0e-3, beta: 1.0}}, {base}"), &["solver.shallow_water.coriolis", "3.2"]),
         (&format!("scheme: cdklm16, {base}"), &["give a time step"]),
         (&format!("scheme: kp07, dt: 1.0, viscosity: 1.0, {base}"), &["solver.shallow_water.viscosity", "ctcs"]),
         (&format!("scheme: kp07, dt: 1.0, theta: 3.0, {base}"), &["solver.shallow_water.theta"]),

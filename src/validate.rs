@@ -36,3 +36,27 @@ pub fn threads(key: &str, n: usize) -> Result<usize> {
     }
     Ok(n)
 }
+
+/// In an f32 run, every number of the solver section `solver` (serialised as the case file
+/// writes it) within f32's range, or an error naming the key: beyond it a parameter becomes
+/// infinite in the kernels.
+pub fn fits_f32(solver: &impl serde::Serialize) -> Result<()> {
+    fn walk(key: &str, v: &serde_json::Value) -> Result<()> {
+        match v {
+            serde_json::Value::Number(n) => match n.as_f64() {
+                Some(x) if x.is_finite() && x.abs() > f32::MAX as f64 => input(format!(
+                    "{key}: {x:e} is beyond the range of f32 (up to {:e}); use precision: f64",
+                    f32::MAX
+                )),
+                _ => Ok(()),
+            },
+            serde_json::Value::Array(a) => a.iter().enumerate().try_for_each(|(i, v)| walk(&format!("{key}[{i}]"), v)),
+            serde_json::Value::Object(m) => m.iter().try_for_each(|(k, v)| walk(&format!("{key}.{k}"), v)),
+            _ => Ok(()),
+        }
+    }
+    match serde_json::to_value(solver) {
+        Ok(v) => walk("solver", &v),
+        Err(_) => Ok(()),
+    }
+}

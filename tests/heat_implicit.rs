@@ -247,6 +247,14 @@ fn bad_inputs_exit_2_naming_the_key() {
         exit2(&sim(&dir, &["run", "c.yaml", "--quiet"]), needles);
         assert!(!dir.join("out/h").exists(), "a refused run made its directory ({solver})");
     }
+    // Beyond f32's range in an f32 run (fine in f64), also where --precision asks for f32.
+    let solver = "heat2d: {n: 65, r: 1.0e39, method: adi}";
+    write(&dir, "c.yaml", &heat_case("h", solver, "f32", "{end_step: 3}", ""));
+    exit2(&sim(&dir, &["check", "c.yaml"]), &["solver.heat2d.r", "f32"]);
+    write(&dir, "c.yaml", &heat_case("h", "heat1d: {n: 65, r: 0.4, amplitude: -4.0e38}", "f64", "{end_step: 3}", ""));
+    ok(sim(&dir, &["check", "c.yaml"]));
+    exit2(&sim(&dir, &["run", "c.yaml", "--precision", "f32", "--quiet"]), &["solver.heat1d.amplitude", "f32"]);
+    assert!(!dir.join("out/h").exists(), "a refused run made its directory");
     std::fs::remove_dir_all(dir).unwrap();
 }
 

@@ -41,6 +41,9 @@ pub fn plan(opts: &RunOptions) -> Result<Plan> {
         return input("--steps 0: give at least one step");
     }
     let mut plan = unresolved_plan(opts)?;
+    if plan.precision == crate::real::Precision::F32 {
+        crate::validate::fits_f32(&plan.case.solver)?;
+    }
     plan.out_dir = super::directory::resolve(&plan.out_dir)?;
     Ok(plan)
 }

@@ -20,7 +20,7 @@ use std::ops::Range;
 
 use crate::real::Real;
 
-use super::fv::{Fv, Grid, Operator, Q, RowSink, Sink, minmod, rows2};
+use super::fv::{Fv, Grid, Operator, Q, RowSink, Sink, XFlux, minmod, rows2};
 
 /// The CDKLM16 scheme on the CPU: the shared finite-volume stages with its operator.
 pub(super) type Cdklm16<T> = Fv<T, Op>;
@@ -104,6 +104,8 @@ impl<T: Real> YRow<'_, T> {
         t: &mut [T],
         un: &mut [T],
         vn: &mut [T],
+        us: &mut [T],
+        vs: &mut [T],
         gn1: &mut [T],
         gn2: &mut [T],
         gn3: &mut [T],
@@ -120,6 +122,7 @@ impl<T: Real> YRow<'_, T> {
         let (um, u0, vm, v0) = (&self.um[..nx], &self.u0[..nx], &self.vm[..nx], &self.v0[..nx]);
         let (bi, tm, unm, vnm) = (&self.bi[..nx + 1], &self.tm[..nx], &self.unm[..nx], &self.vnm[..nx]);
         let (up, vp, t, un, vn) = (&mut up[..nx], &mut vp[..nx], &mut t[..nx], &mut un[..nx], &mut vn[..nx]);
+        let (us, vs) = (&mut us[..nx], &mut vs[..nx]);
         let (gn1, gn2, gn3) = (&mut gn1[..nx], &mut gn2[..nx], &mut gn3[..nx]);
         for i in 0..nx {
             (up[i], vp[i]) = velocity(eta[i], bm[i], hu[i], hv[i]);
@@ -131,15 +134,19 @@ impl<T: Real> YRow<'_, T> {
             let d = tg * ((ep[i] - e0[i]) + cu * (fu0 + fup));
             let ly = minmod(b, cc, d);
             t[i] = (ly - dyf * u0[i]) / g2;
-            un[i] = u0[i] + half * uy;
-            vn[i] = v0[i] + half * vy;
-            if FLUX {
-                // Through the face between rows r-1 and r: north side of row r-1, south of row r.
+            (un[i], vn[i]) = (u0[i] + half * uy, v0[i] + half * vy);
+            (us[i], vs[i]) = (u0[i] - half * uy, v0[i] - half * vy);
+        }
+        if FLUX {
+            // Through the face between rows r-1 and r: north side of row r-1, south of row r.
+            // A loop of its own, for the reason of `XFlux::fluxes`.
+            let (us, vs) = (&us[..nx], &vs[..nx]);
+            let t = &t[..nx];
+            for i in 0..nx {
                 let hf = half * (bi[i] + bi[i + 1]);
                 let hm = (em[i] + hf) + tm[i];
                 let hp = (e0[i] + hf) - t[i];
-                let (us, vs) = (u0[i] - half * uy, v0[i] - half * vy);
-                let [f1, fn_, ft] = flux(hm, vnm[i], unm[i], hp, vs, us, g);
+                let [f1, fn_, ft] = flux(hm, vnm[i], unm[i], hp, vs[i], us[i], g);
                 (gn1[i], gn2[i], gn3[i]) = (f1, ft, fn_);
             }
         }
@@ -147,8 +154,8 @@ impl<T: Real> YRow<'_, T> {
 }
 
 /// The rows one row's x fluxes are formed from: the x reconstruction and what it started from.
-/// A method rather than a closure, which the compiler would not inline into the loop (it is
-/// also called before it), leaving the loop in scalar code.
+/// The flux is a method rather than a closure, which the compiler did not inline into the loop,
+/// leaving it in scalar code.
 struct XFaces<'a, T> {
     e: &'a [T],
     u: &'a [T],
@@ -162,7 +169,7 @@ struct XFaces<'a, T> {
     g: T,
 }
 
-impl<T: Real> XFaces<'_, T> {
+impl<T: Real> XFlux<T> for XFaces<'_, T> {
     /// The central-upwind flux through face k, between cells k and k+1.
     #[inline(always)]
     fn flux(&self, k: usize) -> [T; 3] {
@@ -183,11 +190,13 @@ struct Scratch<T> {
     u: [Vec<T>; 3],
     v: [Vec<T>; 3],
     /// y reconstruction of two consecutive rows (interior columns), row r in slot r % 2:
-    /// `t = (Ly - Δy f u) / (2g)` and the velocities at the north face (the south face's are
-    /// used where they are formed).
+    /// `t = (Ly - Δy f u) / (2g)` and the velocities at the north face.
     t: [Vec<T>; 2],
     un: [Vec<T>; 2],
     vn: [Vec<T>; 2],
+    /// Velocities at the south face of the latest row reconstructed (read by its y flux).
+    us: Vec<T>,
+    vs: Vec<T>,
     /// y fluxes through the south and north faces of the current row.
     gs: [Vec<T>; 3],
     gn: [Vec<T>; 3],
@@ -195,6 +204,8 @@ struct Scratch<T> {
     ux: Vec<T>,
     vx: Vec<T>,
     tx: Vec<T>,
+    /// x fluxes of one row, face k (between cells k and k+1) at index k.
+    fx: [Vec<T>; 3],
 }
 
 impl<T: Real> Scratch<T> {
@@ -206,11 +217,14 @@ impl<T: Real> Scratch<T> {
             t: [z(nx), z(nx)],
             un: [z(nx), z(nx)],
             vn: [z(nx), z(nx)],
+            us: z(nx),
+            vs: z(nx),
             gs: [z(nx), z(nx), z(nx)],
             gn: [z(nx), z(nx), z(nx)],
             ux: z(w),
             vx: z(w),
             tx: z(w),
+            fx: [z(w), z(w), z(w)],
         }
     }
 
@@ -229,9 +243,9 @@ impl<T: Real> Scratch<T> {
     /// y reconstruction of stored row `r` from the velocities of rows r-1 and r, with the
     /// velocities of row r+1 formed in the same loop (its ghost columns just before and after
     /// it), and with `FLUX` the y fluxes through the face between rows r-1 and r into `gn`
-    /// (from the reconstruction of row r-1).
-    /// That loop is the first to read row r+1 of the fields and row r of the corner depths,
-    /// and its arithmetic hides the wait for them.
+    /// (from the reconstruction of row r-1) in a loop after it.
+    /// That first loop is the first to read row r+1 of the fields, and its arithmetic hides
+    /// the wait for them.
     #[inline(always)]
     fn reconstruct_y<const FLUX: bool>(&mut self, gr: &Grid<T>, q: &Q<T>, r: usize) {
         let (nx, w) = (gr.nx, gr.w);
@@ -264,7 +278,7 @@ impl<T: Real> Scratch<T> {
             f: [gr.f[r - 1], gr.f[r], gr.f[r + 1]],
         };
         let [g1, g2, g3] = &mut self.gn;
-        y.run::<FLUX>(gr, &mut up[c.clone()], &mut vp[c], t, un, vn, g1, g2, g3);
+        y.run::<FLUX>(gr, &mut up[c.clone()], &mut vp[c], t, un, vn, &mut self.us, &mut self.vs, g1, g2, g3);
         ghosts(up, vp, nx + 2..w);
     }
 
@@ -299,12 +313,13 @@ impl<T: Real> Scratch<T> {
         let [gn1, gn2, gn3] = &self.gn;
         let (gn1, gn2, gn3) = (&gn1[..nx], &gn2[..nx], &gn3[..nx]);
         let [x, y] = gr.wind;
-        // Each x flux is formed once, in the loop of the cell to its west, and carried to the
-        // next column (a stored row of fluxes would be written and read back twice).
-        let mut fw = x_faces.flux(1);
+        let [fx1, fx2, fx3] = &mut self.fx;
+        x_faces.fluxes(nx, fx1, fx2, fx3);
+        let (fx1, fx2, fx3) = (&fx1[..nx + 2], &fx2[..nx + 2], &fx3[..nx + 2]);
         for i in 0..nx {
             let k = i + 2;
-            let fe = x_faces.flux(k);
+            let fe = [fx1[k], fx2[k], fx3[k]];
+            let fw = [fx1[k - 1], fx2[k - 1], fx3[k - 1]];
             let h_w = half * (bi0[k] + bi1[k]);
             let h_e = half * (bi0[k + 1] + bi1[k + 1]);
             let h_s = half * (bi0[k] + bi0[k + 1]);
@@ -314,7 +329,6 @@ impl<T: Real> Scratch<T> {
             let l2 = -(fe[1] - fw[1]) / dx - (gn2[i] - gs2[i]) / dy + f * hv[k] + gh * (h_e - h_w) / dx + x;
             let l3 = -(fe[2] - fw[2]) / dx - (gn3[i] - gs3[i]) / dy - f * hu[k] + gh * (h_n - h_s) / dy + y;
             out.put(i, [l1, l2, l3]);
-            fw = fe;
         }
     }
 }

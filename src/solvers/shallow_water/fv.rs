@@ -241,6 +241,25 @@ pub(super) fn cell_dt<T: Real>(eta: T, hu: T, hv: T, bm: T, g: T, dx: T, dy: T) 
     min_nan(dx / (u.abs() + c), dy / (v.abs() + c))
 }
 
+/// The x faces of one row: a scheme's reconstruction and its flux through each face.
+pub(super) trait XFlux<T: Real> {
+    /// The flux through face k, between cells k and k+1.
+    fn flux(&self, k: usize) -> [T; 3];
+
+    /// The fluxes through faces `1..=nx+1` (all that the row's interior cells use), into `f1`,
+    /// `f2`, `f3` at the face's index. A loop of its own rather than formed where L is: with
+    /// both in one loop, the chain of dependent operations from a face's values to a cell's
+    /// update is too long for the processor to work on enough cells at once (AVX2 on Zen 4:
+    /// README, "Flux loops of their own").
+    #[inline(always)]
+    fn fluxes(&self, nx: usize, f1: &mut [T], f2: &mut [T], f3: &mut [T]) {
+        let (f1, f2, f3) = (&mut f1[..nx + 2], &mut f2[..nx + 2], &mut f3[..nx + 2]);
+        for k in 1..nx + 2 {
+            [f1[k], f2[k], f3[k]] = self.flux(k);
+        }
+    }
+}
+
 /// A finite-volume scheme's spatial operator.
 pub(super) trait Operator<T: Real>: Send + Sync {
     /// `L(q)` of the stored interior rows `rows` (`2..ny+2`), in increasing order, into

@@ -22,7 +22,7 @@ use std::ops::Range;
 
 use crate::real::Real;
 
-use super::fv::{Fv, Grid, Operator, Q, RowSink, Sink, minmod, rows2};
+use super::fv::{Fv, Grid, Operator, Q, RowSink, Sink, XFlux, minmod, rows2};
 use super::grid::Field;
 
 /// The KP07 scheme on the CPU: the shared finite-volume stages with its operator.
@@ -134,9 +134,9 @@ impl<T: Real> YRow<'_, T> {
     }
 }
 
-/// The rows one row's x fluxes are formed from: η, hu, hv and their x half-slopes. A method
-/// rather than a closure, which the compiler would not inline into the loop (it is also called
-/// before it), leaving the loop in scalar code.
+/// The rows one row's x fluxes are formed from: η, hu, hv and their x half-slopes. The flux is
+/// a method rather than a closure, which the compiler did not inline into the loop, leaving it
+/// in scalar code.
 struct XFaces<'a, T> {
     q: [&'a [T]; 3],
     s: [&'a [T]; 3],
@@ -146,7 +146,7 @@ struct XFaces<'a, T> {
     g: T,
 }
 
-impl<T: Real> XFaces<'_, T> {
+impl<T: Real> XFlux<T> for XFaces<'_, T> {
     /// The flux through face k, between cells k and k+1.
     #[inline(always)]
     fn flux(&self, k: usize) -> [T; 3] {
@@ -170,6 +170,8 @@ struct Scratch<T> {
     gn: [Vec<T>; 3],
     /// x half-slopes (all columns).
     sx: [Vec<T>; 3],
+    /// x fluxes of one row, face k (between cells k and k+1) at index k.
+    fx: [Vec<T>; 3],
 }
 
 impl<T: Real> Scratch<T> {
@@ -182,6 +184,7 @@ impl<T: Real> Scratch<T> {
             gs: three(nx),
             gn: three(nx),
             sx: three(w),
+            fx: three(w),
         }
     }
 
@@ -237,12 +240,13 @@ impl<T: Real> Scratch<T> {
         let [gn1, gn2, gn3] = &self.gn;
         let (gn1, gn2, gn3) = (&gn1[..nx], &gn2[..nx], &gn3[..nx]);
         let source_y = &self.source[l % 2][..nx];
-        // Each x flux is formed once, in the loop of the cell to its west, and carried to the
-        // next column (a stored row of fluxes would be written and read back twice).
-        let mut fw = x_faces.flux(1);
+        let [fx1, fx2, fx3] = &mut self.fx;
+        x_faces.fluxes(nx, fx1, fx2, fx3);
+        let (fx1, fx2, fx3) = (&fx1[..nx + 2], &fx2[..nx + 2], &fx3[..nx + 2]);
         for i in 0..nx {
             let k = i + 2;
-            let fe = x_faces.flux(k);
+            let fe = [fx1[k], fx2[k], fx3[k]];
+            let fw = [fx1[k - 1], fx2[k - 1], fx3[k - 1]];
             let h_w = half * (bi0[k] + bi1[k]);
             let h_e = half * (bi0[k + 1] + bi1[k + 1]);
             let source_x = hg * (h_e - h_w) * ((((e[k] + se[k]) + h_e) + (e[k] - se[k])) + h_w);
@@ -250,7 +254,6 @@ impl<T: Real> Scratch<T> {
             let l2 = (-(fe[1] - fw[1]) / dx + source_x / dx) + (-(gn2[i] - gs2[i]) / dy + (x + f * hv[k]));
             let l3 = -(fe[2] - fw[2]) / dx + (-(gn3[i] - gs3[i]) / dy + ((y - f * hu[k]) + source_y[i] / dy));
             out.put(i, [l1, l2, l3]);
-            fw = fe;
         }
     }
 }

@@ -172,6 +172,8 @@ fn broken_checkpoints_are_rejected() {
     let g = good.to_str().unwrap();
     expect_input_error(&dir, &["run", "--restart", g, other.to_str().unwrap()], &["solver section differs"]);
     expect_input_error(&dir, &["run", "--restart", g, "--precision", "f32"], &["keeps the precision"]);
+    let f32_case = write(&dir, "f32.yaml", &format!("{GOOD}precision: f32\n"));
+    expect_input_error(&dir, &["run", "--restart", g, f32_case.to_str().unwrap()], &["f32.yaml", "precision: f32", "written in f64"]);
     // Already at the end: nothing to do.
     expect_input_error(&dir, &["run", "--restart", g], &["already at or past the end"]);
     // A lowered end step, below the checkpoint's.
@@ -207,6 +209,49 @@ fn restart_into_another_directory_keeps_what_is_there() {
     let left: Vec<_> = sim::io::checkpoint::list(&dir.join("lone")).into_iter().map(|(n, _)| n).collect();
     assert_eq!(left, [10, 20], "the copied checkpoint and the newest written one");
     std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// A run directory that takes no new files is refused before anything in it changes: a
+/// restart and an `--overwrite` run exit 2 and leave its files as they were.
+#[test]
+fn read_only_run_directory_is_refused() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    use std::os::unix::process::CommandExt;
+    let dir = with_run("read_only_dir");
+    let out = dir.join("out/h");
+    // Permissions do not bind root: as root, the runs below are made as `nobody`, who then
+    // owns the directory (and a copy of the binary it may execute).
+    let nobody = (std::fs::metadata(&dir).unwrap().uid() == 0).then_some(65534);
+    let program = dir.join("sim");
+    std::fs::copy(env!("CARGO_BIN_EXE_sim"), &program).unwrap();
+    if let Some(id) = nobody {
+        chown_all(&dir, id);
+    }
+    std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o555)).unwrap();
+    let before = snapshot(&out);
+    for args in [&["run", "--restart", "out/h/checkpoint_00000010.h5"][..], &["run", "good.yaml", "--overwrite"]] {
+        let mut c = std::process::Command::new(&program);
+        c.current_dir(&dir).args(args);
+        if let Some(id) = nobody {
+            c.uid(id).gid(id);
+        }
+        let o = c.output().unwrap();
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "args {args:?}: {err}");
+        assert!(err.contains("takes no new files") && err.contains("out/h"), "args {args:?}: {err}");
+        assert_eq!(before, snapshot(&out), "args {args:?} changed the run directory");
+    }
+    std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+fn chown_all(path: &Path, id: u32) {
+    std::os::unix::fs::chown(path, Some(id), Some(id)).unwrap();
+    if path.is_dir() {
+        for e in std::fs::read_dir(path).unwrap() {
+            chown_all(&e.unwrap().path(), id);
+        }
+    }
 }
 
 #[test]

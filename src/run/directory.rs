@@ -14,6 +14,9 @@ use crate::error::{Result, SimError, input};
 pub const MANIFEST: &str = ".sim-manifest";
 /// The lock file; holds the pid of the running process.
 pub const LOCK: &str = ".sim-lock";
+/// Created and removed at once under the lock: a directory that takes no new file is refused
+/// before anything in it changes.
+const WRITE_CHECK: &str = ".sim-write-check";
 
 /// `p` made absolute with `..` and symbolic links resolved: the existing part by the file
 /// system, the part that does not exist yet by its names.
@@ -120,6 +123,10 @@ impl RunDir {
         if lock.try_lock().is_err() {
             return in_use(path, lock);
         }
+        let check = path.join(WRITE_CHECK);
+        File::create(&check).and_then(|_| std::fs::remove_file(&check)).map_err(|e| {
+            SimError::Input(format!("output directory {} takes no new files: {e}", path.display()))
+        })?;
         lock.set_len(0).and_then(|_| lock.rewind()).and_then(|_| write!(lock, "{}", std::process::id())).map_err(|e| err(LOCK, e))?;
         let listed = manifest(path);
         let manifest = OpenOptions::new().append(true).create(true).open(path.join(MANIFEST)).map_err(|e| err(MANIFEST, e))?;
@@ -177,14 +184,14 @@ fn refuse_clashes(path: &Path, listed: &BTreeSet<String>) -> Result<()> {
     }
 }
 
-/// Names in `dir` other than the lock and the manifest (none if it does not exist).
+/// Names in `dir` other than sim's own (none if it does not exist).
 fn entries(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()
         .flatten()
         .filter_map(|e| e.file_name().into_string().ok())
-        .filter(|n| n != LOCK && n != MANIFEST)
+        .filter(|n| n != LOCK && n != MANIFEST && n != WRITE_CHECK)
         .collect();
     v.sort();
     v

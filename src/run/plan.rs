@@ -113,6 +113,17 @@ fn restart_plan(restart: &str, opts: &RunOptions, given: Option<(Case, String)>)
                     ck_path.display()
                 ));
             }
+            // The stored case's own precision (or the checkpoint's, where `--precision`
+            // overrode it) is no change; any other would be silently ignored.
+            if written.precision != stored.precision && written.precision != meta.precision {
+                return input(format!(
+                    "case file {}: precision: {}, but the checkpoint {} was written in {}; a restart keeps the precision",
+                    opts.case.as_ref().unwrap().display(),
+                    written.precision.name(),
+                    ck_path.display(),
+                    meta.precision.name()
+                ));
+            }
             (new, text)
         }
     };

@@ -180,9 +180,17 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    // Under an MPI launcher (feature `mpi`): MPI runs until main returns.
+    let run_opts = run_options(&cli.command);
+    let program = std::env::current_exe().ok();
+    // Under an MPI launcher (feature `mpi`): MPI runs until main returns. A restart's
+    // checkpoint is walked first (see below), while a child process is still allowed.
     #[cfg(feature = "mpi")]
-    let universe = matches!(cli.command, Command::Run { .. }).then(sim::parallel::mpi::Universe::start).flatten();
+    let universe = run_opts.as_ref().filter(|_| sim::parallel::mpi::launched()).and_then(|opts| {
+        if let (Some(program), Some(path)) = (&program, run::plan::restart_checkpoint(opts)) {
+            sim::io::probe::walk_early(program, &path);
+        }
+        sim::parallel::mpi::Universe::start()
+    });
     #[cfg(feature = "mpi")]
     let procs = universe.as_ref().map(|u| u as &dyn sim::parallel::Processes);
     #[cfg(not(feature = "mpi"))]
@@ -195,9 +203,10 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     // A restart walks its checkpoint in a child process first (a damaged file can crash
-    // HDF5); not under MPI with several ranks, whose launcher may not allow children.
+    // HDF5); under MPI with several ranks, before MPI started, as the launcher may not allow
+    // children of a rank.
     if procs.is_none_or(|p| p.size() == 1)
-        && let Ok(program) = std::env::current_exe()
+        && let Some(program) = program
     {
         sim::io::probe::enable(program);
     }
@@ -206,8 +215,8 @@ fn main() -> ExitCode {
             sim::io::probe::no_core_dump();
             sim::io::checkpoint::walk(&path)
         }
-        Command::Run { case, restart, out, backend, precision, threads, steps, overwrite, quiet } => {
-            let opts = RunOptions { case, restart, out, backend, precision, threads, steps, overwrite, quiet };
+        Command::Run { quiet, .. } => {
+            let Some(opts) = run_opts else { unreachable!("the options of sim run") };
             let rank0 = procs.is_none_or(|p| p.rank() == 0);
             run::run_on(&opts, procs).map(|summary| {
                 if !quiet && rank0 {
@@ -297,4 +306,22 @@ fn main() -> ExitCode {
             ExitCode::from(e.exit_code() as u8)
         }
     }
+}
+
+/// The options of `sim run` (None for the other commands).
+fn run_options(command: &Command) -> Option<RunOptions> {
+    let Command::Run { case, restart, out, backend, precision, threads, steps, overwrite, quiet } = command else {
+        return None;
+    };
+    Some(RunOptions {
+        case: case.clone(),
+        restart: restart.clone(),
+        out: out.clone(),
+        backend: *backend,
+        precision: *precision,
+        threads: *threads,
+        steps: *steps,
+        overwrite: *overwrite,
+        quiet: *quiet,
+    })
 }

@@ -1089,23 +1089,12 @@ fn fuzz_checkpoint_structures() {
 #[test]
 fn damaged_hdf5_structures_are_reported_not_crashed_on() {
     let ck = small_checkpoint("fuzz_ck_heap");
-    let b = &ck.bytes;
-    let heap = b.windows(4).position(|w| w == b"GCOL").expect("a global heap in the checkpoint");
-    // Objects after the 16-byte collection header: index (2), references (2), reserved (4),
-    // size (8), data padded to 8 bytes. The third one, the first two holding the case text.
-    let mut object = heap + 16;
-    for _ in 0..2 {
-        let size = u64::from_le_bytes(b[object + 8..object + 16].try_into().unwrap()) as usize;
-        object += 16 + size.div_ceil(8) * 8;
-    }
-    for (edit, at, value, says) in
-        [("crash", object + 15, 0x7f, "the HDF5 library failed reading it"), ("loop", object + 8, 0xff, "did not finish")]
+    for (edit, damage, says) in
+        [("crash", HeapDamage::Crash, "the HDF5 library failed reading it"), ("loop", HeapDamage::Loop, "did not finish")]
     {
         let dir = ck.dir.join(edit);
-        let mut bytes = ck.bytes.clone();
-        bytes[at] = value;
         std::fs::create_dir_all(dir.join("run")).unwrap();
-        std::fs::write(dir.join("run/checkpoint_00000004.h5"), &bytes).unwrap();
+        std::fs::write(dir.join("run/checkpoint_00000004.h5"), damaged_heap(&ck.bytes, damage)).unwrap();
         let before = snapshot(&dir);
         let r = sim_limited(&dir, &["run", "--restart", "run/checkpoint_00000004.h5", "--quiet"], Duration::from_secs(60));
         assert_eq!(r.code, Some(2), "{edit}: {}: {}", r.describe(), r.stderr);

@@ -189,6 +189,27 @@ fn bad_input_stops_every_rank_with_one_message() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// A restart from a checkpoint that crashes the HDF5 library (walked in a child process
+/// before MPI starts) is refused on every rank with one message, its directory unchanged.
+#[test]
+fn a_damaged_checkpoint_is_refused_on_every_rank() {
+    let dir = scratch("mpi_damaged");
+    write(&dir, "case.yaml", &heat2d("f64", ""));
+    ok(sim(&dir, &["run", "case.yaml", "--quiet", "--steps", "20"]));
+    let path = dir.join("out/h/checkpoint_00000020.h5");
+    std::fs::write(&path, damaged_heap(&std::fs::read(&path).unwrap(), HeapDamage::Crash)).unwrap();
+    let before = snapshot(&dir.join("out/h"));
+    let args = ["run", "--restart", "out/h/checkpoint_00000020.h5", "--quiet"];
+    for (np, o) in [(1, sim(&dir, &args)), (1, mpirun(&dir, 1, &args)), (3, mpirun(&dir, 3, &args))] {
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{np} ranks: {err}");
+        assert_eq!(err.matches("error:").count(), 1, "{np} ranks: one message: {err}");
+        assert!(err.contains("checkpoint_00000020.h5") && err.contains("the file is damaged"), "{np} ranks: {err}");
+        assert_eq!(before, snapshot(&dir.join("out/h")), "{np} ranks: the run directory changed");
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 /// Each `(what, case text, needle)` on 4 ranks: exit 2 on every rank, one message that contains
 /// the needle, nothing written.
 fn refused_on_4_ranks(dir: &Path, cases: &[(&str, String, &str)]) {

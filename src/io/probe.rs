@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use crate::error::{Result, input};
+use crate::error::{Result, SimError, input};
 
 /// The hidden command of `sim` that walks a checkpoint ([`super::checkpoint::walk`]).
 pub const COMMAND: &str = "__walk-checkpoint";
@@ -19,17 +19,37 @@ const LIMIT: Duration = Duration::from_secs(20);
 
 static PROGRAM: OnceLock<PathBuf> = OnceLock::new();
 
+/// A walk made before MPI started: the checkpoint and what [`check`] then says of it.
+static EARLY: OnceLock<(PathBuf, std::result::Result<(), String>)> = OnceLock::new();
+
 /// Walk checkpoints in a child process running `program` (the `sim` binary, which sets this
-/// where it runs alone; under MPI with several ranks and in library use nothing is walked).
+/// where it runs alone; in library use nothing is walked).
 pub fn enable(program: PathBuf) {
     let _ = PROGRAM.set(program);
 }
 
-/// Walk the checkpoint at `path` in a child process, if enabled: an error if the child
-/// crashed or did not finish; Ok where it read the file or found an error that the restart
-/// itself then reports (or where no child could be started).
+/// Walk the checkpoint at `path` now, in a child process running `program`, and keep the
+/// outcome for [`check`] of the same path. Under MPI with several ranks this runs before MPI
+/// starts: a launcher may not allow child processes of a rank once it has.
+pub fn walk_early(program: &Path, path: &Path) {
+    let outcome = walk(program, path).map_err(|e| e.to_string());
+    let _ = EARLY.set((path.to_path_buf(), outcome));
+}
+
+/// Walk the checkpoint at `path` in a child process, if enabled or walked early: an error if
+/// the child crashed or did not finish; Ok where it read the file or found an error that the
+/// restart itself then reports (or where no child could be started).
 pub fn check(path: &Path) -> Result<()> {
-    let Some(program) = PROGRAM.get() else { return Ok(()) };
+    if let Some((_, outcome)) = EARLY.get().filter(|(p, _)| p == path) {
+        return outcome.clone().map_err(SimError::Input);
+    }
+    match PROGRAM.get() {
+        Some(program) => walk(program, path),
+        None => Ok(()),
+    }
+}
+
+fn walk(program: &Path, path: &Path) -> Result<()> {
     let child = Command::new(program)
         .arg(COMMAND)
         .arg(path)

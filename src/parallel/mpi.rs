@@ -20,9 +20,13 @@ impl Universe {
     /// MPI initialised, when this process was started by an MPI launcher (`mpirun`); None
     /// otherwise, so that a plain `sim run` stays a serial run.
     pub fn start() -> Option<Universe> {
-        let launched = ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"].iter().any(|v| std::env::var_os(v).is_some());
-        launched.then(mpi::initialize).flatten().map(|universe| Universe { universe })
+        launched().then(mpi::initialize).flatten().map(|universe| Universe { universe })
     }
+}
+
+/// Whether this process was started by an MPI launcher.
+pub fn launched() -> bool {
+    ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"].iter().any(|v| std::env::var_os(v).is_some())
 }
 
 // SAFETY: used by the thread that drives the run only (MPI is initialised with

@@ -134,6 +134,16 @@ fn restart_plan(restart: &str, opts: &RunOptions, given: Option<(Case, String)>)
     Ok(Plan { precision: meta.precision, case, case_text, out_dir, restart: Some(ck) })
 }
 
+/// The checkpoint a restart with `opts` reads, where it can be told (None otherwise, or
+/// without `--restart`; [`plan`] then reports why).
+pub fn restart_checkpoint(opts: &RunOptions) -> Option<PathBuf> {
+    let case = match &opts.case {
+        Some(p) => Some(Case::load(p).ok()?.0),
+        None => None,
+    };
+    resolve_restart(opts.restart.as_deref()?, opts, case.as_ref()).ok()
+}
+
 /// The checkpoint a `--restart` value names.
 fn resolve_restart(arg: &str, opts: &RunOptions, case: Option<&Case>) -> Result<PathBuf> {
     let dir = if arg == "latest" {

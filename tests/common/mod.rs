@@ -73,6 +73,35 @@ pub fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
     v
 }
 
+/// Damage to a checkpoint's global heap (where HDF5 keeps the attribute strings) that HDF5
+/// 1.10 does not survive.
+#[derive(Clone, Copy)]
+pub enum HeapDamage {
+    /// An object's size made huge: the library crashes (SIGSEGV).
+    Crash,
+    /// An object's size made slightly off: the library loops endlessly.
+    Loop,
+}
+
+/// The bytes of a checkpoint with the third object of its global heap damaged (the first two
+/// hold the case text).
+pub fn damaged_heap(bytes: &[u8], damage: HeapDamage) -> Vec<u8> {
+    let heap = bytes.windows(4).position(|w| w == b"GCOL").expect("a global heap in the checkpoint");
+    // Objects after the 16-byte collection header: index (2), references (2), reserved (4),
+    // size (8), data padded to 8 bytes.
+    let mut object = heap + 16;
+    for _ in 0..2 {
+        let size = u64::from_le_bytes(bytes[object + 8..object + 16].try_into().unwrap()) as usize;
+        object += 16 + size.div_ceil(8) * 8;
+    }
+    let mut damaged = bytes.to_vec();
+    match damage {
+        HeapDamage::Crash => damaged[object + 15] = 0x7f,
+        HeapDamage::Loop => damaged[object + 8] = 0xff,
+    }
+    damaged
+}
+
 /// Deterministic values in [-0.5, 0.5).
 pub fn noise<T: sim::real::Real>(n: usize, seed: u64) -> Vec<T> {
     let mut s = seed.wrapping_mul(0x9E3779B97F4A7C15) | 1;

@@ -250,13 +250,14 @@ fn summarise_rounds(v: &mut serde_json::Value, rounds: Vec<serde_json::Value>) {
 
 /// The figures `spread` gives: (part of a round, key, label in the text, whether a share),
 /// the keys distinct.
-const SPREAD: [(&str, &str, &str, bool); 6] = [
+const SPREAD: [(&str, &str, &str, bool); 7] = [
     ("kernel", "mcells_per_s", "Mcells/s", false),
     ("kernel", "bw_eff_GBps", "BW_e (GB/s)", false),
     ("copy", "bw_GBps", "COPY (GB/s)", false),
     ("kernel", "fraction_of_copy", "of COPY", true),
     ("peak", "gflops", "PEAK (Gflop/s)", false),
     ("kernel", "fraction_of_peak", "of PEAK", true),
+    ("kernel", "fraction_of_bound", "of the bound", true),
 ];
 
 /// The solver's figures `k` set against what the same run measured: COPY's bandwidth (GB/s)
@@ -266,8 +267,11 @@ fn against_bounds(k: &mut serde_json::Value, copy_bw: f64, peak: Option<f64>) {
     let f = |x: &serde_json::Value| x.as_f64().unwrap_or(f64::NAN);
     k["fraction_of_copy"] = (f(&k["bw_eff_GBps"]) / copy_bw).into();
     if let (Some(peak), Some(gflops)) = (peak, k["gflops"].as_f64()) {
+        let compute = f(&k["flop_per_byte"]) > peak / copy_bw;
         k["fraction_of_peak"] = (gflops / peak).into();
-        k["bound"] = if f(&k["flop_per_byte"]) > peak / copy_bw { "compute" } else { "bandwidth" }.into();
+        k["bound"] = if compute { "compute" } else { "bandwidth" }.into();
+        // Of the bandwidth bound, flop/B x COPY, the share is that of BW_e in COPY.
+        k["fraction_of_bound"] = k[if compute { "fraction_of_peak" } else { "fraction_of_copy" }].clone();
     }
 }
 
@@ -572,7 +576,11 @@ pub fn text(v: &serde_json::Value) -> String {
             );
             if let (Some(fraction), Some(bound)) = (k["fraction_of_peak"].as_f64(), k["bound"].as_str()) {
                 let balance = f(&v["peak"]["gflops"]) / f(&v["copy"]["bw_GBps"]);
-                s += &format!("  {:.1}% of PEAK; PEAK / COPY = {balance:.1} flop/B: {bound}-bound", 100.0 * fraction);
+                s += &format!(
+                    "  {:.1}% of PEAK; PEAK / COPY = {balance:.1} flop/B: {bound}-bound, {:.1}% of that bound",
+                    100.0 * fraction,
+                    100.0 * f(&k["fraction_of_bound"])
+                );
             }
             s += "\n";
         }

@@ -341,8 +341,10 @@ fn bench_sets_counted_flops_against_peak() {
     assert!((f(&k["fraction_of_peak"]) - f(&k["gflops"]) / peak).abs() < 1e-12, "{v}");
     let bound = if 548.0 / 88.0 > peak / copy { "compute" } else { "bandwidth" };
     assert_eq!(k["bound"], bound, "{v}");
+    let share = if bound == "compute" { f(&k["gflops"]) / peak } else { f(&k["bw_eff_GBps"]) / copy };
+    assert!((f(&k["fraction_of_bound"]) - share).abs() < 1e-12, "{v}");
     let text = String::from_utf8_lossy(&ok(sim(&dir, &[&args[..args.len() - 1], &["--scheme", "cdklm16"]].concat())).stdout).to_string();
-    assert!(text.contains("PEAK:") && text.contains("546 flop per cell counted") && text.contains("-bound"), "{text}");
+    assert!(text.contains("PEAK:") && text.contains("546 flop per cell counted") && text.contains("-bound, ") && text.contains("% of that bound"), "{text}");
     let o = ok(sim(&dir, &[&args[..], &["--scheme", "fbl"]].concat()));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(v["peak"].is_null() && v["kernel"]["gflops"].is_null(), "{v}");
@@ -373,7 +375,7 @@ fn bench_rounds_give_the_median_round_and_the_spread() {
     for pair in rounds.windows(2) {
         assert_eq!(pair[0]["copy"]["bw_GBps_after"], pair[1]["copy"]["bw_GBps_before"], "{v}");
     }
-    for (part, key) in [("kernel", "mcells_per_s"), ("copy", "bw_GBps"), ("kernel", "fraction_of_copy"), ("peak", "gflops"), ("kernel", "fraction_of_peak")] {
+    for (part, key) in [("kernel", "mcells_per_s"), ("copy", "bw_GBps"), ("kernel", "fraction_of_copy"), ("peak", "gflops"), ("kernel", "fraction_of_peak"), ("kernel", "fraction_of_bound")] {
         let mut x: Vec<f64> = rounds.iter().map(|r| f(&r[part][key])).collect();
         x.sort_by(f64::total_cmp);
         let s = &v["spread"][key];
@@ -383,7 +385,7 @@ fn bench_rounds_give_the_median_round_and_the_spread() {
     assert_eq!(f(&v["kernel"]["fraction_of_copy"]), f(&v["spread"]["fraction_of_copy"]["median"]), "{v}");
     assert!(median["copy"] == v["copy"] && median["peak"] == v["peak"], "{v}");
     let text = String::from_utf8_lossy(&ok(sim(&dir, &args)).stdout).to_string();
-    assert!(text.contains("rounds:  3") && text.contains("of COPY") && text.contains("of PEAK"), "{text}");
+    assert!(text.contains("rounds:  3") && text.contains("of COPY") && text.contains("of PEAK") && text.contains("of the bound"), "{text}");
     exit2(&sim(&dir, &["bench", "copy", "--size", "64", "--rounds", "2"]), &["--rounds"]);
     exit2(&sim(&dir, &["bench", "heat2d", "--size", "64", "--rounds", "0"]), &["--rounds"]);
     std::fs::remove_dir_all(dir).unwrap();

@@ -53,7 +53,8 @@ impl Stage {
     /// The stage's coefficients in `T` for one time step `dt`, for loops over many values.
     #[inline(always)]
     pub fn with_dt<T: Real>(&self, dt: T) -> StageIn<T> {
-        StageIn { c_dt: T::of(self.c) * dt, blend: self.blend.map(|(a, b)| (T::of(a), T::of(b))) }
+        let (a, b) = self.blend.unwrap_or((0.0, 1.0));
+        StageIn { c_dt: T::of(self.c) * dt, blend: self.blend.is_some(), a: T::of(a), b: T::of(b) }
     }
 }
 
@@ -62,18 +63,32 @@ impl Stage {
 #[derive(Clone, Copy, Debug)]
 pub struct StageIn<T> {
     c_dt: T,
-    blend: Option<(T, T)>,
+    /// Whether the stage blends with `u^n`, by `a` and `b`.
+    blend: bool,
+    a: T,
+    b: T,
 }
 
 impl<T: Real> StageIn<T> {
     /// [`Stage::apply`] with this stage's `dt`.
     #[inline(always)]
     pub fn apply(&self, u0: T, u: T, r: T) -> T {
+        if self.blend { self.apply_as::<true>(u0, u, r) } else { self.apply_as::<false>(u0, u, r) }
+    }
+
+    /// Whether the stage reads `u^n`.
+    pub fn blends(&self) -> bool {
+        self.blend
+    }
+
+    /// [`StageIn::apply`] for a caller that has told whether the stage blends (`BLEND`, from
+    /// [`StageIn::blends`]): a loop over values then neither branches per value nor reads
+    /// `u0` where the stage does not use it.
+    #[inline(always)]
+    pub fn apply_as<const BLEND: bool>(&self, u0: T, u: T, r: T) -> T {
+        debug_assert_eq!(BLEND, self.blend);
         let v = u - self.c_dt * r;
-        match self.blend {
-            None => v,
-            Some((a, b)) => a * u0 + b * v,
-        }
+        if BLEND { self.a * u0 + self.b * v } else { v }
     }
 }
 

@@ -286,7 +286,7 @@ pub(super) trait RowSink<T> {
 
 /// The stage update of one band of rows as a [`Sink`]: `out = stage.apply(Q^n, input, -L)`,
 /// the transports divided by the friction divisor `1 + drag / h` where there is friction.
-struct Update<'a, T, const FRICTION: bool> {
+struct Update<'a, T, const FRICTION: bool, const BLEND: bool> {
     q0: &'a Q<T>,
     qin: &'a Q<T>,
     bm: &'a [T],
@@ -300,7 +300,7 @@ struct Update<'a, T, const FRICTION: bool> {
 }
 
 /// [`Update`] of one row, every slice cut to its `nx` interior values.
-struct UpdateRow<'a, T, const FRICTION: bool> {
+struct UpdateRow<'a, T, const FRICTION: bool, const BLEND: bool> {
     q0: [&'a [T]; 3],
     qin: [&'a [T]; 3],
     bm: &'a [T],
@@ -309,14 +309,14 @@ struct UpdateRow<'a, T, const FRICTION: bool> {
     drag: T,
 }
 
-impl<'a, T: Real, const FRICTION: bool> Sink<T> for Update<'a, T, FRICTION> {
+impl<'a, T: Real, const FRICTION: bool, const BLEND: bool> Sink<T> for Update<'a, T, FRICTION, BLEND> {
     type Row<'b>
-        = UpdateRow<'b, T, FRICTION>
+        = UpdateRow<'b, T, FRICTION, BLEND>
     where
         Self: 'b;
 
     #[inline(always)]
-    fn row(&mut self, l: usize) -> UpdateRow<'_, T, FRICTION> {
+    fn row(&mut self, l: usize) -> UpdateRow<'_, T, FRICTION, BLEND> {
         let (nx, w) = (self.nx, self.w);
         let (at, off) = (l * w + 2, (l - self.r0) * w + 2);
         let cut = |f: &'a Field<T>| &f.v[at..at + nx];
@@ -332,13 +332,14 @@ impl<'a, T: Real, const FRICTION: bool> Sink<T> for Update<'a, T, FRICTION> {
     }
 }
 
-impl<T: Real, const FRICTION: bool> RowSink<T> for UpdateRow<'_, T, FRICTION> {
+impl<T: Real, const FRICTION: bool, const BLEND: bool> RowSink<T> for UpdateRow<'_, T, FRICTION, BLEND> {
     #[inline(always)]
     fn put(&mut self, i: usize, [l1, l2, l3]: [T; 3]) {
         let ([e0, u0, v0], [e, u, v]) = (self.q0, self.qin);
         let [oe, ou, ov] = &mut self.out;
-        oe[i] = self.stage.apply(e0[i], e[i], -l1);
-        let (new_u, new_v) = (self.stage.apply(u0[i], u[i], -l2), self.stage.apply(v0[i], v[i], -l3));
+        let stage = &self.stage;
+        oe[i] = stage.apply_as::<BLEND>(e0[i], e[i], -l1);
+        let (new_u, new_v) = (stage.apply_as::<BLEND>(u0[i], u[i], -l2), stage.apply_as::<BLEND>(v0[i], v[i], -l3));
         if FRICTION {
             let div = T::one() + self.drag / (e[i] + self.bm[i]);
             (ou[i], ov[i]) = (new_u / div, new_v / div);
@@ -452,13 +453,19 @@ impl<T: Real, O: Operator<T>> Fv<T, O> {
                 }
                 let bm = &grid.bm.v;
                 let out = [oe, ou, ov];
-                // Two sinks rather than a branch per value, so that both loops vectorise.
-                if friction {
-                    let mut up = Update::<T, true> { q0, qin, bm, out, r0, nx, w, stage, drag };
-                    band(op, grid, qin, rows, &mut up);
-                } else {
-                    let mut up = Update::<T, false> { q0, qin, bm, out, r0, nx, w, stage, drag };
-                    band(op, grid, qin, rows, &mut up);
+                // A sink for each case rather than a branch per value, so that the loops
+                // vectorise, and read Q^n only where the stage blends (a branch per value
+                // on the blend read it through masked loads in every stage).
+                macro_rules! update {
+                    ($friction:literal, $blend:literal) => {
+                        band(op, grid, qin, rows, &mut Update::<T, $friction, $blend> { q0, qin, bm, out, r0, nx, w, stage, drag })
+                    };
+                }
+                match (friction, stage.blends()) {
+                    (true, true) => update!(true, true),
+                    (true, false) => update!(true, false),
+                    (false, true) => update!(false, true),
+                    (false, false) => update!(false, false),
                 }
             });
         if let Some(ext) = &self.exterior {

@@ -215,11 +215,11 @@ fn main() -> ExitCode {
             sim::io::probe::no_core_dump();
             sim::io::checkpoint::walk(&path)
         }
-        Command::Run { quiet, .. } => {
+        Command::Run { .. } => {
             let Some(opts) = run_opts else { unreachable!("the options of sim run") };
             let rank0 = procs.is_none_or(|p| p.rank() == 0);
             run::run_on(&opts, procs).map(|summary| {
-                if !quiet && rank0 {
+                if !opts.quiet && rank0 {
                     println!("{}", run::summary_text(&summary));
                 }
             })

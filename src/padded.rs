@@ -12,7 +12,8 @@ pub struct Padded<T> {
     buf: Vec<T>,
     off: usize,
     len: usize,
-    slot: usize,
+    /// Where the data starts, in bytes modulo 4 KiB.
+    at: usize,
 }
 
 /// Byte offsets modulo 4 KiB are `slot * 512`.
@@ -50,17 +51,22 @@ fn advise_huge(_addr: usize, _bytes: usize) {}
 
 impl<T: Real> Padded<T> {
     pub fn zeros(len: usize, slot: usize) -> Self {
+        Self::zeros_at(len, slot * SLOT_BYTES)
+    }
+
+    /// `len` zeros starting `at` bytes modulo 4 KiB (a multiple of the element size).
+    pub fn zeros_at(len: usize, at: usize) -> Self {
         let size = std::mem::size_of::<T>();
+        let at = at % ALIAS_PERIOD;
         let buf = zeroed_huge(len + ALIAS_PERIOD / size);
-        let off = first_at(buf.as_ptr() as usize, slot, size);
-        Padded { buf, off, len, slot }
+        let off = first_at(buf.as_ptr() as usize, at, size);
+        Padded { buf, off, len, at }
     }
 }
 
-/// The first element at `slot`'s offset modulo 4 KiB of a buffer at `addr`.
-fn first_at(addr: usize, slot: usize, size: usize) -> usize {
-    let target = (slot * SLOT_BYTES) % ALIAS_PERIOD;
-    ((target + ALIAS_PERIOD - addr % ALIAS_PERIOD) % ALIAS_PERIOD) / size
+/// The first element at `at` bytes modulo 4 KiB of a buffer at `addr`.
+fn first_at(addr: usize, at: usize, size: usize) -> usize {
+    ((at + ALIAS_PERIOD - addr % ALIAS_PERIOD) % ALIAS_PERIOD) / size
 }
 
 impl<T> std::ops::Deref for Padded<T> {
@@ -85,14 +91,14 @@ impl<T: Clone> Clone for Padded<T> {
         // The padding before the data holds copies of its first value (`T` need not have a zero).
         let off = match self.first() {
             Some(first) => {
-                let off = first_at(buf.as_ptr() as usize, self.slot, size);
+                let off = first_at(buf.as_ptr() as usize, self.at, size);
                 buf.extend(std::iter::repeat_n(first.clone(), off));
                 off
             }
             None => 0,
         };
         buf.extend_from_slice(self);
-        Padded { buf, off, len: self.len, slot: self.slot }
+        Padded { buf, off, len: self.len, at: self.at }
     }
 }
 
@@ -124,6 +130,8 @@ mod tests {
             }
             assert!(a == b && b.len() == 1000 && b[999] == 999.0);
         }
+        let line = Padded::<f64>::zeros_at(10, 4096 + 3 * 64);
+        assert_eq!(line.as_ptr() as usize % ALIAS_PERIOD, 3 * 64);
         let empty = Padded::<f64>::zeros(0, 3);
         assert!(empty.clone().is_empty());
     }

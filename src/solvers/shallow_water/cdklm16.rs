@@ -20,7 +20,8 @@ use std::ops::Range;
 
 use crate::real::Real;
 
-use super::fv::{Fv, Grid, Operator, Q, RowSink, Sink, XFlux, minmod, rows2};
+use crate::padded::Padded;
+use super::fv::{Fv, Grid, Operator, Q, RowSink, ScratchRows, Sink, XFlux, minmod, rows2};
 
 /// The CDKLM16 scheme on the CPU: the shared finite-volume stages with its operator.
 pub(super) type Cdklm16<T> = Fv<T, Op>;
@@ -57,7 +58,7 @@ fn velocity<T: Real>(eta: T, bm: T, hu: T, hv: T) -> (T, T) {
 
 /// Rows `r-1`, `r` and `r+1` of a three-row ring (row r in slot r % 3), the last one to write.
 #[inline(always)]
-fn rows3<T>(ring: &mut [Vec<T>; 3], r: usize) -> [&mut Vec<T>; 3] {
+fn rows3<X>(ring: &mut [X; 3], r: usize) -> [&mut X; 3] {
     let [a, b, c] = ring;
     match r % 3 {
         0 => [c, a, b],
@@ -187,44 +188,44 @@ impl<T: Real> XFlux<T> for XFaces<'_, T> {
 /// Per-row scratch of one band.
 struct Scratch<T> {
     /// Velocities u, v of three consecutive rows (all columns), row r in slot r % 3.
-    u: [Vec<T>; 3],
-    v: [Vec<T>; 3],
+    u: [Padded<T>; 3],
+    v: [Padded<T>; 3],
     /// y reconstruction of two consecutive rows (interior columns), row r in slot r % 2:
     /// `t = (Ly - Δy f u) / (2g)` and the velocities at the north face.
-    t: [Vec<T>; 2],
-    un: [Vec<T>; 2],
-    vn: [Vec<T>; 2],
+    t: [Padded<T>; 2],
+    un: [Padded<T>; 2],
+    vn: [Padded<T>; 2],
     /// Velocities at the south face of the latest row reconstructed (read by its y flux).
-    us: Vec<T>,
-    vs: Vec<T>,
+    us: Padded<T>,
+    vs: Padded<T>,
     /// y fluxes through the south and north faces of the current row.
-    gs: [Vec<T>; 3],
-    gn: [Vec<T>; 3],
+    gs: [Padded<T>; 3],
+    gn: [Padded<T>; 3],
     /// x reconstruction (all columns).
-    ux: Vec<T>,
-    vx: Vec<T>,
-    tx: Vec<T>,
+    ux: Padded<T>,
+    vx: Padded<T>,
+    tx: Padded<T>,
     /// x fluxes of one row, face k (between cells k and k+1) at index k.
-    fx: [Vec<T>; 3],
+    fx: [Padded<T>; 3],
 }
 
 impl<T: Real> Scratch<T> {
     fn new(nx: usize, w: usize) -> Self {
-        let z = |n: usize| vec![T::zero(); n];
+        let mut a = ScratchRows::default();
         Scratch {
-            u: [z(w), z(w), z(w)],
-            v: [z(w), z(w), z(w)],
-            t: [z(nx), z(nx)],
-            un: [z(nx), z(nx)],
-            vn: [z(nx), z(nx)],
-            us: z(nx),
-            vs: z(nx),
-            gs: [z(nx), z(nx), z(nx)],
-            gn: [z(nx), z(nx), z(nx)],
-            ux: z(w),
-            vx: z(w),
-            tx: z(w),
-            fx: [z(w), z(w), z(w)],
+            u: a.three(w),
+            v: a.three(w),
+            t: [a.zeros(nx), a.zeros(nx)],
+            un: [a.zeros(nx), a.zeros(nx)],
+            vn: [a.zeros(nx), a.zeros(nx)],
+            us: a.zeros(nx),
+            vs: a.zeros(nx),
+            gs: a.three(nx),
+            gn: a.three(nx),
+            ux: a.zeros(w),
+            vx: a.zeros(w),
+            tx: a.zeros(w),
+            fx: a.three(w),
         }
     }
 

@@ -22,7 +22,8 @@ use std::ops::Range;
 
 use crate::real::Real;
 
-use super::fv::{Fv, Grid, Operator, Q, RowSink, Sink, XFlux, minmod, rows2};
+use crate::padded::Padded;
+use super::fv::{Fv, Grid, Operator, Q, RowSink, ScratchRows, Sink, XFlux, minmod, rows2};
 use super::grid::Field;
 
 /// The KP07 scheme on the CPU: the shared finite-volume stages with its operator.
@@ -163,28 +164,27 @@ struct Scratch<T> {
     /// y reconstruction of two consecutive rows (interior columns), row r in slot r % 2: the
     /// face values north (`q + S`) of η, hu, hv (the south ones, `q - S`, are used where they
     /// are formed), and the bathymetry source `½ g (H_N - H_S) (h_N + h_S)`.
-    north: [[Vec<T>; 3]; 2],
-    source: [Vec<T>; 2],
+    north: [[Padded<T>; 3]; 2],
+    source: [Padded<T>; 2],
     /// y fluxes through the south and north faces of the current row.
-    gs: [Vec<T>; 3],
-    gn: [Vec<T>; 3],
+    gs: [Padded<T>; 3],
+    gn: [Padded<T>; 3],
     /// x half-slopes (all columns).
-    sx: [Vec<T>; 3],
+    sx: [Padded<T>; 3],
     /// x fluxes of one row, face k (between cells k and k+1) at index k.
-    fx: [Vec<T>; 3],
+    fx: [Padded<T>; 3],
 }
 
 impl<T: Real> Scratch<T> {
     fn new(nx: usize, w: usize) -> Self {
-        let z = |n: usize| vec![T::zero(); n];
-        let three = |n: usize| [z(n), z(n), z(n)];
+        let mut a = ScratchRows::default();
         Scratch {
-            north: [three(nx), three(nx)],
-            source: [z(nx), z(nx)],
-            gs: three(nx),
-            gn: three(nx),
-            sx: three(w),
-            fx: three(w),
+            north: [a.three(nx), a.three(nx)],
+            source: [a.zeros(nx), a.zeros(nx)],
+            gs: a.three(nx),
+            gn: a.three(nx),
+            sx: a.three(w),
+            fx: a.three(w),
         }
     }
 

@@ -1,4 +1,4 @@
-//! Field arrays placed at chosen offsets modulo 4 KiB, shared by the grid solvers.
+//! Field and scratch arrays placed at chosen offsets modulo 4 KiB, shared by the grid solvers.
 
 use crate::real::Real;
 
@@ -16,7 +16,7 @@ pub struct Padded<T> {
     at: usize,
 }
 
-/// Byte offsets modulo 4 KiB are `slot * 512`.
+/// [`Padded::zeros`] places slot `s` at `s * 512` bytes modulo 4 KiB.
 const ALIAS_PERIOD: usize = 4096;
 const SLOT_BYTES: usize = 512;
 

@@ -18,9 +18,9 @@
 
 use std::ops::Range;
 
+use crate::padded::Padded;
 use crate::real::Real;
 
-use crate::padded::Padded;
 use super::fv::{Fv, Grid, Operator, Q, RowSink, ScratchRows, Sink, XFlux, minmod, rows2};
 
 /// The CDKLM16 scheme on the CPU: the shared finite-volume stages with its operator.

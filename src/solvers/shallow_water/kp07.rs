@@ -20,9 +20,9 @@
 
 use std::ops::Range;
 
+use crate::padded::Padded;
 use crate::real::Real;
 
-use crate::padded::Padded;
 use super::fv::{Fv, Grid, Operator, Q, RowSink, ScratchRows, Sink, XFlux, minmod, rows2};
 use super::grid::Field;
 

@@ -271,7 +271,7 @@ pub(super) trait XFlux<T: Real> {
     /// `f2`, `f3` at the face's index. A loop of its own rather than formed where L is: with
     /// both in one loop, the chain of dependent operations from a face's values to a cell's
     /// update is too long for the processor to work on enough cells at once (AVX2 on Zen 4:
-    /// README, "Flux loops of their own").
+    /// README, shallow water, "What the rate rests on").
     #[inline(always)]
     fn fluxes(&self, nx: usize, f1: &mut [T], f2: &mut [T], f3: &mut [T]) {
         let (f1, f2, f3) = (&mut f1[..nx + 2], &mut f2[..nx + 2], &mut f3[..nx + 2]);

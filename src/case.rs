@@ -132,6 +132,20 @@ impl Default for GuardControl {
     }
 }
 
+/// `path` as serde_path_to_error writes it (`solver.lskum.x[0]`), less the segments it does not
+/// know (`?`, as the key of a duplicate).
+fn key_path(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    let mut out = String::new();
+    for segment in path.iter().filter(|s| !matches!(s, Segment::Unknown)) {
+        if !out.is_empty() && !matches!(segment, Segment::Seq { .. }) {
+            out.push('.');
+        }
+        out.push_str(&segment.to_string());
+    }
+    out
+}
+
 /// The largest case file read (case files are a few hundred bytes).
 pub const MAX_CASE_BYTES: u64 = 16 << 20;
 
@@ -143,12 +157,17 @@ impl Case {
         let mut path = String::new();
         let parsed = serde_saphyr::with_deserializer_from_str(text, |de| {
             serde_path_to_error::deserialize(de).map_err(|e| {
-                path = e.path().to_string();
+                path = key_path(e.path());
                 e.into_inner()
             })
         });
         let case: Case = parsed.map_err(|e| {
-            let msg = e.to_string();
+            // The wording meant for users (the default suggests parser options to the
+            // developer), the snippet headed by the case file's name.
+            let msg = e.render_with_options(serde_saphyr::render_options! {
+                formatter: &serde_saphyr::UserMessageFormatter,
+                source_name: Some(origin),
+            });
             let msg = msg.trim_start_matches("error: ");
             // the path names an unknown key that the message quotes as well
             let at = if path.is_empty() || path == "." { String::new() } else { format!("key {}: ", shorten_to(&path, 60)) };

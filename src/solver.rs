@@ -361,7 +361,13 @@ pub fn first_non_finite<T: crate::real::Real>(
     nx: usize,
 ) -> Option<NonFinite> {
     use rayon::prelude::*;
-    let k = values.par_iter().position_first(|v| !v.is_finite())?;
+    // Chunks tested without a branch per value (vector code), then the first bad chunk
+    // searched: `position_first` per value checks the other threads' progress at every value.
+    const CHUNK: usize = 1 << 14;
+    let all_finite = |c: &[T]| c.iter().fold(true, |ok, v| ok & v.is_finite());
+    let chunk = values.par_chunks(CHUNK).position_first(|c| !all_finite(c))?;
+    let start = chunk * CHUNK;
+    let k = start + values[start..].iter().position(|v| !v.is_finite())?;
     let index = if values.len() == nx { vec![k] } else { vec![k % nx, k / nx] };
     Some(NonFinite { field, index, value: values[k].f64() })
 }
@@ -412,6 +418,23 @@ mod tests {
                 let from_state: Vec<_> = s.state().iter().map(|a| a.spec()).collect();
                 assert_eq!(s.state_layout(), from_state, "{} in {}", e.name, precision.name());
             }
+        }
+    }
+
+    /// The first NaN or infinity wins, wherever the chunks of the scan fall, and is reported
+    /// with its 2D index.
+    #[test]
+    fn first_non_finite_finds_the_first_bad_value() {
+        let n = 3 * (1 << 14) + 77;
+        assert!(super::first_non_finite("f", &vec![1.0f32; n], 100).is_none());
+        for (first, second) in [(0, 5), (16383, 16384), (16384, 40000), (n - 1, n - 1), (20000, 16385)] {
+            let mut v = vec![0.5f64; n];
+            v[second] = f64::INFINITY;
+            v[first] = f64::NAN;
+            let nf = super::first_non_finite("f", &v, 100).unwrap();
+            let k = first.min(second);
+            assert_eq!(nf.index, vec![k % 100, k / 100], "{first} {second}");
+            assert_eq!(nf.value.is_nan(), k == first, "{first} {second}");
         }
     }
 }

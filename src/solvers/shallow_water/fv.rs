@@ -624,7 +624,11 @@ impl<T: Real, O: Operator<T>> Scheme<T> for Fv<T, O> {
 
     fn cells(&self) -> Cells<T> {
         let (q, gr) = (self.q(), &self.grid);
-        let interior = |f: &Field<T>| (2..gr.ny + 2).flat_map(|l| f.row(l)[2..gr.nx + 2].to_vec()).collect();
+        let interior = |f: &Field<T>| {
+            let mut cells = Vec::with_capacity(gr.nx * gr.ny);
+            (2..gr.ny + 2).for_each(|l| cells.extend_from_slice(&f.row(l)[2..gr.nx + 2]));
+            cells
+        };
         Cells { eta: interior(&q.eta), hu: interior(&q.hu), hv: interior(&q.hv), depth: interior(&gr.bm) }
     }
 

@@ -170,6 +170,9 @@ fn broken_checkpoints_are_rejected() {
     let p = broken_copy(&dir, |m, _| m.case_yaml = "name: h\nsolver: {heat2d: {n: 17}}\n".into());
     restart(&p, &["stored case", "missing field"]);
 
+    let p = broken_copy(&dir, |m, _| m.step = u64::MAX);
+    restart(&p, &["attribute 'step'", "18446744073709551615"]);
+
     // A case given with --restart may not change the physics.
     let other = write(&dir, "other.yaml", &GOOD.replace("r: 0.2", "r: 0.1"));
     let g = good.to_str().unwrap();
@@ -177,6 +180,9 @@ fn broken_checkpoints_are_rejected() {
     expect_input_error(&dir, &["run", "--restart", g, "--precision", "f32"], &["keeps the precision"]);
     let f32_case = write(&dir, "f32.yaml", &format!("{GOOD}precision: f32\n"));
     expect_input_error(&dir, &["run", "--restart", g, f32_case.to_str().unwrap()], &["f32.yaml", "precision: f32", "written in f64"]);
+    // The name prefixes the output files and the .pvd series the restart continues.
+    let renamed = write(&dir, "renamed.yaml", &GOOD.replace("name: h", "name: other"));
+    expect_input_error(&dir, &["run", "--restart", g, renamed.to_str().unwrap()], &["renamed.yaml", "name: other", "named h"]);
     // Already at the end: nothing to do.
     expect_input_error(&dir, &["run", "--restart", g], &["already at or past the end"]);
     // A lowered end step, below the checkpoint's.
@@ -211,6 +217,35 @@ fn restart_into_another_directory_keeps_what_is_there() {
     ok(sim(&dir, &["run", "--restart", "lone/checkpoint_00000010.h5", keep_one.to_str().unwrap(), "--quiet"]));
     let left: Vec<_> = sim::io::checkpoint::list(&dir.join("lone")).into_iter().map(|(n, _)| n).collect();
     assert_eq!(left, [10, 20], "the copied checkpoint and the newest written one");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// `--overwrite` removes what the manifest lists, so a manifest that is not sim's (a path
+/// reaching out of the directory, a listed name that is a directory, bytes that are not text)
+/// is refused before anything is removed.
+#[test]
+fn overwrite_removes_only_plain_files_the_manifest_names() {
+    let dir = with_run("manifest");
+    let victim = write(&dir, "victim.txt", "mine\n");
+    let manifest = dir.join("out/h/.sim-manifest");
+    let listed = std::fs::read_to_string(&manifest).unwrap();
+    let overwrite = ["run", "good.yaml", "--overwrite", "--quiet"];
+    let more = write(&dir, "more.yaml", &GOOD.replace("end_step: 20", "end_step: 30"));
+    for bad in ["../victim.txt", victim.to_str().unwrap(), "./history.csv"] {
+        std::fs::write(&manifest, format!("{listed}{bad}\n")).unwrap();
+        expect_input_error(&dir, &overwrite, &[".sim-manifest", bad, "not the name of a file"]);
+        expect_input_error(&dir, &["run", "--restart", "out/h", more.to_str().unwrap()], &[".sim-manifest", bad]);
+        assert!(victim.exists());
+    }
+    std::fs::create_dir(dir.join("out/h/sub")).unwrap();
+    std::fs::write(&manifest, format!("{listed}sub\n")).unwrap();
+    expect_input_error(&dir, &overwrite, &["sub", "not a file that sim wrote"]);
+    std::fs::write(&manifest, b"history.csv\n\xff\xfe\n").unwrap();
+    expect_input_error(&dir, &overwrite, &[".sim-manifest", "cannot be read"]);
+    // Its own manifest back, the run gives way.
+    std::fs::write(&manifest, &listed).unwrap();
+    ok(sim(&dir, &overwrite));
+    assert!(dir.join("out/h/sub").is_dir() && victim.exists());
     std::fs::remove_dir_all(dir).unwrap();
 }
 

@@ -50,11 +50,24 @@ fn bad_inputs_exit_2_naming_the_key_and_leave_files_alone() {
     // NetCDF's default fill value for floats in one cell (row 1, column 10), marked as such.
     let fill = 9.969209968386869e36;
     let filled: Vec<f64> = (0..nx * ny).map(|k| if k == 30 { fill } else { 50.0 }).collect();
-    let f = hdf5::File::create(dir.join("filled.h5")).unwrap();
-    let ds = f.new_dataset::<f64>().shape([ny, nx]).create("H").unwrap();
-    ds.write_raw(&filled).unwrap();
-    ds.new_attr::<f64>().create("_FillValue").unwrap().write_scalar(&fill).unwrap();
-    drop((ds, f));
+    // In a block of its own, so that every handle, and so the file, is closed after it.
+    {
+        let f = hdf5::File::create(dir.join("filled.h5")).unwrap();
+        let ds = f.new_dataset::<f64>().shape([ny, nx]).create("H").unwrap();
+        ds.write_raw(&filled).unwrap();
+        ds.new_attr::<f64>().create("_FillValue").unwrap().write_scalar(&fill).unwrap();
+        // As NetCDF-4 stores them: a one-element array, and `missing_value` listing two marks.
+        let ds = f.new_dataset::<f64>().shape([ny, nx]).create("array").unwrap();
+        ds.write_raw(&filled).unwrap();
+        ds.new_attr::<f64>().shape([1]).create("missing_value").unwrap().write_raw(&[fill]).unwrap();
+        let ds = f.new_dataset::<f64>().shape([ny, nx]).create("two").unwrap();
+        ds.write_raw(&(0..nx * ny).map(|k| if k == 45 { 7777.0 } else { 50.0 }).collect::<Vec<_>>()).unwrap();
+        ds.new_attr::<f64>().shape([2]).create("missing_value").unwrap().write_raw(&[-32767.0, 7777.0]).unwrap();
+        let ds = f.new_dataset::<f64>().shape([ny, nx]).create("text").unwrap();
+        ds.write_raw(&vec![50.0; nx * ny]).unwrap();
+        let text: hdf5::types::VarLenUnicode = "none".parse().unwrap();
+        ds.new_attr::<hdf5::types::VarLenUnicode>().create("_FillValue").unwrap().write_scalar(&text).unwrap();
+    }
     std::fs::create_dir_all(dir.join("adir.h5")).unwrap();
     let base = "nx: 20, ny: 16, dx: 200.0, bathymetry: {flat: 60.0}, initial: {bump: {position: corner}}";
     let bad: &[(&str, &[&str])] = &[
@@ -68,6 +81,9 @@ fn bad_inputs_exit_2_naming_the_key_and_leave_files_alone() {
         ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {file: {path: text.h5}}, initial: rest", &["text.h5", "HDF5"]),
         ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {file: {path: adir.h5}}, initial: rest", &["adir.h5", "not a regular file"]),
         ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {file: {path: filled.h5}}, initial: rest", &["filled.h5", "_FillValue", "row 1, column 10"]),
+        ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {file: {path: filled.h5, dataset: array}}, initial: rest", &["\"array\"", "missing_value", "row 1, column 10"]),
+        ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {file: {path: filled.h5, dataset: two}}, initial: rest", &["\"two\"", "missing_value 7.777e3", "row 2, column 5"]),
+        ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {file: {path: filled.h5, dataset: text}}, initial: rest", &["\"text\"", "_FillValue", "not numeric"]),
         ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {file: {path: in.h5, dataset: depth}}, initial: rest", &["in.h5", "\"depth\""]),
         ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {file: {path: in.h5, dataset: wrong}}, initial: rest", &["\"wrong\"", "19 x 20", "16 x 20"]),
         ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {file: {path: in.h5, dataset: nan}}, initial: rest", &["\"nan\"", "NaN", "row 2, column 5"]),
@@ -96,6 +112,23 @@ fn bad_inputs_exit_2_naming_the_key_and_leave_files_alone() {
     exit2(&sim(&dir, &["bench", "shallow_water", "--scheme", "maccormack", "--size", "8"]), &["maccormack", "cdklm16"]);
     exit2(&sim(&dir, &["bench", "heat2d", "--scheme", "fbl", "--size", "8"]), &["--scheme", "heat2d"]);
     exit2(&sim(&dir, &["run", "c.yaml", "--backend", "cuda"]), &["shallow_water"]);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// `sim check` builds the initial state in the run's precision, so it finds the stable step the
+/// run finds: a `dt` between the f32 and the f64 limit of this state is refused by both in f32
+/// and accepted by both in f64.
+#[test]
+fn check_and_run_agree_on_the_stable_step_in_each_precision() {
+    let dir = scratch("swe_check_precision");
+    let fields = "scheme: kp07, nx: 40, ny: 30, dx: 200.0, dt: 3.9601242, bathymetry: {flat: 60.0}, \
+                  initial: {bump: {position: central, amplitude: 5.0}}";
+    write(&dir, "c.yaml", &case("s", fields, "f32", "{end_step: 2}"));
+    for args in [&["check", "c.yaml"][..], &["run", "c.yaml", "--quiet"]] {
+        exit2(&sim(&dir, args), &["solver.shallow_water.dt", "exceeds the stable time step"]);
+    }
+    ok(sim(&dir, &["check", "c.yaml", "--precision", "f64"]));
+    ok(sim(&dir, &["run", "c.yaml", "--precision", "f64", "--quiet"]));
     std::fs::remove_dir_all(dir).unwrap();
 }
 

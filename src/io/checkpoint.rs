@@ -503,6 +503,10 @@ pub fn open(path: &Path) -> Result<Opened> {
         .ok_or_else(|| bad(format!("precision '{precision_name}' is neither f32 nor f64")))?;
     let step: u64 = read_scalar(&file, "step", TypeDescriptor::Unsigned(IntSize::U8)).map_err(bad)?;
     let time: f64 = read_scalar(&file, "time", TypeDescriptor::Float(FloatSize::U8)).map_err(bad)?;
+    let max = crate::run::schedule::MAX_STEPS;
+    if step > max {
+        return Err(bad(format!("attribute 'step' is {step}, more than the {max} steps a run may take")));
+    }
     if !(time.is_finite() && time >= 0.0) {
         return Err(bad(format!("attribute 'time' is {time}; a checkpoint's time is finite and >= 0")));
     }

@@ -90,7 +90,7 @@ impl RunDir {
             ));
         }
         // Before anything is created there, and again under the lock.
-        refuse_clashes(path, &manifest(path))?;
+        refuse_clashes(path, &manifest(path)?)?;
         let mut dir = Self::open(path)?;
         refuse_clashes(path, &dir.listed)?;
         for name in std::mem::take(&mut dir.listed) {
@@ -103,6 +103,7 @@ impl RunDir {
     /// The directory of a continued run: locked, with the temporary files a killed run left
     /// (and sidecars whose checkpoint is gone) removed.
     pub fn restart(path: &Path) -> Result<RunDir> {
+        manifest(path)?;
         let dir = Self::open(path)?;
         for name in entries(path) {
             let stale = name.strip_suffix(".tmp").is_some_and(is_run_file)
@@ -128,7 +129,7 @@ impl RunDir {
             SimError::Input(format!("output directory {} takes no new files: {e}", path.display()))
         })?;
         lock.set_len(0).and_then(|_| lock.rewind()).and_then(|_| write!(lock, "{}", std::process::id())).map_err(|e| err(LOCK, e))?;
-        let listed = manifest(path);
+        let listed = manifest(path)?;
         let manifest = OpenOptions::new().append(true).create(true).open(path.join(MANIFEST)).map_err(|e| err(MANIFEST, e))?;
         Ok(RunDir { path: path.to_path_buf(), _lock: lock, manifest, listed })
     }
@@ -163,14 +164,40 @@ fn in_use<T>(path: &Path, mut lock: File) -> Result<T> {
     ))
 }
 
-/// The files listed in the manifest of `dir`.
-fn manifest(dir: &Path) -> BTreeSet<String> {
-    std::fs::read_to_string(dir.join(MANIFEST)).unwrap_or_default().lines().map(str::to_string).collect()
+/// The files listed in the manifest of `dir` (none where it has no manifest). A manifest that
+/// is not a list of plain file names is refused: `--overwrite` removes what it lists, and a
+/// path in it could reach beyond the directory.
+fn manifest(dir: &Path) -> Result<BTreeSet<String>> {
+    let path = dir.join(MANIFEST);
+    let text = match std::fs::read_to_string(&path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeSet::new()),
+        r => r.map_err(|e| SimError::Input(format!("run manifest {}: cannot be read: {e}", path.display())))?,
+    };
+    let plain = |name: &str| {
+        let mut c = Path::new(name).components();
+        matches!((c.next(), c.next()), (Some(Component::Normal(n)), None) if n == name)
+    };
+    match text.lines().find(|name| !plain(name)) {
+        Some(bad) => input(format!(
+            "run manifest {}: {bad:?} is not the name of a file in the directory; the manifest is not one sim \
+             wrote, so nothing there is removed or replaced: remove the directory's files yourself or choose \
+             another directory",
+            path.display()
+        )),
+        None => Ok(text.lines().map(str::to_string).collect()),
+    }
 }
 
 /// Refuse a directory holding a file that a run would write (or a temporary file) which is
-/// not in `listed`: it is not sim's to replace.
+/// not in `listed`, or where a name in `listed` is not a file: it is not sim's to replace.
 fn refuse_clashes(path: &Path, listed: &BTreeSet<String>) -> Result<()> {
+    if let Some(name) = listed.iter().find(|n| std::fs::symlink_metadata(path.join(n)).is_ok_and(|m| !m.is_file())) {
+        return input(format!(
+            "output directory {}: {name}, listed in its {MANIFEST}, is not a file that sim wrote (a directory or \
+             a link); move it away or choose another directory",
+            path.display()
+        ));
+    }
     let clashes: Vec<String> =
         entries(path).into_iter().filter(|n| !listed.contains(n) && (is_run_file(n) || n.ends_with(".tmp"))).collect();
     match clashes.first() {

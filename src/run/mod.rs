@@ -23,7 +23,7 @@ pub fn check(opts: &RunOptions) -> Result<String> {
     let spec = plan.case.solver.spec();
     crate::validate::threads("threads", plan.case.threads)?;
     // Reads (and checks) the solver's input, e.g. a point cloud, before its size is estimated.
-    let describe = spec.describe()?;
+    let describe = spec.describe(plan.precision)?;
     crate::solvers::check_memory(spec.memory_estimate(plan.precision))?;
     let (step, time) = plan.restart.as_ref().map_or((0, 0.0), |ck| (ck.meta.step, ck.meta.time));
     if let Some(ck) = &plan.restart {

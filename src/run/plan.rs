@@ -113,6 +113,17 @@ fn restart_plan(restart: &str, opts: &RunOptions, given: Option<(Case, String)>)
                     ck_path.display()
                 ));
             }
+            // The name prefixes the run's files and its `.pvd` series, which the restart continues.
+            if written.name != stored.name {
+                return input(format!(
+                    "case file {}: name: {}, but the checkpoint {} was written by the case named {}; a restart keeps \
+                     the name (it names the output files)",
+                    opts.case.as_ref().unwrap().display(),
+                    written.name,
+                    ck_path.display(),
+                    stored.name
+                ));
+            }
             // The stored case's own precision (or the checkpoint's, where `--precision`
             // overrode it) is no change; any other would be silently ignored.
             if written.precision != stored.precision && written.precision != meta.precision {

@@ -51,8 +51,9 @@ pub trait SolverSpec {
     fn memory_estimate(&self, precision: Precision) -> usize;
     /// The length of a full step (None under pseudo-time), known before anything is built.
     fn nominal_dt(&self) -> Option<f64>;
-    /// Lines for `sim check`, from the parameters alone (no fields are allocated).
-    fn describe(&self) -> Result<Vec<String>>;
+    /// Lines for `sim check`, from the parameters alone (no fields are allocated), in the
+    /// run's `precision` where it matters.
+    fn describe(&self, precision: Precision) -> Result<Vec<String>>;
     /// The solver at its initial condition, in `precision`, on `device`.
     fn build(&self, precision: Precision, device: &Device) -> Result<Box<dyn Solver>>;
     /// The temporal blocking of the CPU kernels under `cpu` on `threads` threads; None for a

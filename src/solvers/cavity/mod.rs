@@ -199,7 +199,7 @@ impl SolverSpec for CavityParams {
     fn nominal_dt(&self) -> Option<f64> {
         Some(self.time_step())
     }
-    fn describe(&self) -> Result<Vec<String>> {
+    fn describe(&self, _: Precision) -> Result<Vec<String>> {
         Ok(CavityParams::describe(self))
     }
     fn build(&self, precision: Precision, device: &Device) -> Result<Box<dyn Solver>> {

@@ -188,7 +188,7 @@ impl SolverSpec for Heat1dParams {
     fn nominal_dt(&self) -> Option<f64> {
         Some(self.setup().dt)
     }
-    fn describe(&self) -> Result<Vec<String>> {
+    fn describe(&self, _: Precision) -> Result<Vec<String>> {
         Ok(self.setup().describe())
     }
     fn build(&self, precision: Precision, device: &Device) -> Result<Box<dyn Solver>> {
@@ -233,7 +233,7 @@ impl SolverSpec for Heat2dParams {
     fn nominal_dt(&self) -> Option<f64> {
         Some(self.setup().dt)
     }
-    fn describe(&self) -> Result<Vec<String>> {
+    fn describe(&self, _: Precision) -> Result<Vec<String>> {
         Ok(self.setup().describe())
     }
     fn build(&self, precision: Precision, device: &Device) -> Result<Box<dyn Solver>> {

@@ -426,7 +426,7 @@ impl SolverSpec for LskumParams {
     fn nominal_dt(&self) -> Option<f64> {
         None
     }
-    fn describe(&self) -> Result<Vec<String>> {
+    fn describe(&self, _: Precision) -> Result<Vec<String>> {
         Ok(describe(self, &cloud_file::load(&self.cloud, self.format)?))
     }
     fn build(&self, precision: Precision, device: &Device) -> Result<Box<dyn Solver>> {

@@ -34,10 +34,14 @@ pub fn read(key: &str, path: &Path, name: &str, shapes: &[[usize; 2]]) -> Result
     let values: Vec<f64> = ds
         .read_raw::<f64>()
         .map_err(|e| crate::error::SimError::Input(format!("{key}: cannot read dataset {name:?} of {file} as numbers ({e})")))?;
-    // NetCDF marks missing data (land, gaps) with the variable's fill value.
+    // NetCDF marks missing data (land, gaps) with the variable's fill value, and `missing_value`
+    // may list several; NetCDF-4 stores either as a one-element array or a scalar.
     for attr in ["_FillValue", "missing_value"] {
-        let Some(fill) = ds.attr(attr).and_then(|a| a.read_scalar::<f64>()).ok() else { continue };
-        if let Some(k) = values.iter().position(|&v| v == fill) {
+        let Ok(a) = ds.attr(attr) else { continue };
+        let marks = a.read_raw::<f64>().map_err(|e| {
+            SimError::Input(format!("{key}: attribute {attr} of dataset {name:?} of {file} is not numeric ({e})"))
+        })?;
+        if let Some((k, fill)) = values.iter().enumerate().find_map(|(k, v)| marks.iter().find(|&m| m == v).map(|m| (k, m))) {
             return input(format!(
                 "{key}: dataset {name:?} of {file} holds its {attr} {fill:e} (missing data) at row {}, column {}",
                 k / cols,

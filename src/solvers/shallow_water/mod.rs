@@ -75,13 +75,16 @@ impl SolverSpec for ShallowWaterParams {
     fn nominal_dt(&self) -> Option<f64> {
         self.dt
     }
-    /// The parameters, then the initial state built in f64 (files read, depth and time step
-    /// checked) and its stable time step.
-    fn describe(&self) -> Result<Vec<String>> {
+    /// The parameters, then the initial state built in `precision` as the run builds it (files
+    /// read, depth and time step checked) and its stable time step.
+    fn describe(&self, precision: Precision) -> Result<Vec<String>> {
         let mut lines = self.describe();
-        crate::solvers::check_memory(self.memory_estimate(Precision::F64))?;
-        let s = ShallowWater::<f64>::new(self)?;
-        lines.push(format!("stable time step of the initial state: {:.6e} s", s.scheme.dt_limit()));
+        crate::solvers::check_memory(self.memory_estimate(precision))?;
+        let limit = match precision {
+            Precision::F32 => ShallowWater::<f32>::new(self)?.scheme.dt_limit(),
+            Precision::F64 => ShallowWater::<f64>::new(self)?.scheme.dt_limit(),
+        };
+        lines.push(format!("stable time step of the initial state: {limit:.6e} s"));
         Ok(lines)
     }
     fn has_cuda(&self) -> bool {

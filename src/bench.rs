@@ -88,8 +88,8 @@ pub fn bench(o: &BenchOptions) -> Result<serde_json::Value> {
     if o.rounds > 1 && entry.is_none() {
         return input(format!("--rounds: {} times a single round (rounds belong to a solver's benchmark)", o.name));
     }
-    if !(o.seconds.is_finite() && o.seconds > 0.0) {
-        return input(format!("--seconds {}: must be positive", o.seconds));
+    if !(o.seconds > 0.0 && o.seconds <= 86_400.0) {
+        return input(format!("--seconds {}: must be positive and at most a day (86400)", o.seconds));
     }
     o.gpu.validate()?;
     o.cpu.validate()?;

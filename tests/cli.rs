@@ -97,6 +97,12 @@ fn cuda_without_a_gpu_is_a_clear_error() {
         return;
     }
     expect_input_error(&dir, &["run", "good.yaml", "--backend", "cuda", "--out", "out/h", "--overwrite"], &["backend cuda"]);
+    // `sim check` refuses it as the run does; `auto` says it takes the CPU.
+    let cuda = write(&dir, "cuda.yaml", &format!("{GOOD}backend: cuda\n"));
+    expect_input_error(&dir, &["check", cuda.to_str().unwrap()], &["backend cuda"]);
+    let auto = write(&dir, "auto.yaml", &format!("{GOOD}backend: auto\n"));
+    let o = ok(sim(&dir, &["check", auto.to_str().unwrap()]));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("backend auto: using the CPU"));
     std::fs::remove_dir_all(dir).unwrap();
 }
 
@@ -104,6 +110,7 @@ fn cuda_without_a_gpu_is_a_clear_error() {
 fn existing_run_directory_needs_overwrite() {
     let dir = with_run("overwrite");
     expect_input_error(&dir, &["run", "good.yaml"], &["out/h", "--overwrite", "--restart"]);
+    expect_input_error(&dir, &["run", "good.yaml", "--out", "good.yaml", "--overwrite"], &["good.yaml", "is a file, not a directory"]);
     // A file that is not ours survives --overwrite; the old results are replaced.
     write(&dir.join("out/h"), "notes.txt", "keep me");
     ok(sim(&dir, &["run", "good.yaml", "--overwrite", "--quiet", "--steps", "5"]));
@@ -351,6 +358,9 @@ fn check_info_and_bench_report() {
     assert!((f(&k["fraction_of_copy"]) - f(&k["bw_eff_GBps"]) / copy).abs() <= 1e-12, "{v}");
     let o = sim(&dir, &["bench", "heat9d"]);
     assert_eq!(o.status.code(), Some(2));
+    for bad in ["0", "nan", "1e300"] {
+        exit2(&sim(&dir, &["bench", "heat2d", "--size", "32", "--seconds", bad]), &["--seconds"]);
+    }
     // Block shapes as BX,BY; anything else is a usage error.
     ok(sim(&dir, &["bench", "cavity", "--size", "32", "--seconds", "0.01", "--block", "64,8"]));
     for bad in ["512", "1,2,3", "0,1"] {

@@ -87,16 +87,26 @@ fn sighup_checkpoints_and_a_restart_cleans_what_a_kill_left() {
     assert_eq!(o.status.code(), Some(129), "{}", stderr(&o));
     let out = dir.join("out/h");
     let (step, _) = sim::io::checkpoint::list(&out).pop().unwrap();
-    // What a kill -9 during writes leaves: temporary files and a sidecar without checkpoint.
-    write(&out, &format!("checkpoint_{:08}.h5.tmp", step + 5), "partial");
+    // What a kill -9 during writes leaves: temporary files and a sidecar without checkpoint,
+    // of names the run had entered in its manifest before writing them.
+    let ck = format!("checkpoint_{:08}.h5", step + 5);
+    write(&out, &format!("{ck}.tmp"), "partial");
     write(&out, "h_00099999.vti.tmp", "partial");
     write(&out, "checkpoint_00000001.xmf", "<Xdmf/>");
-    write(&out, "notes.tmp", "the user's");
+    let mut manifest = std::fs::OpenOptions::new().append(true).open(out.join(".sim-manifest")).unwrap();
+    std::io::Write::write_all(&mut manifest, format!("{ck}\nh_00099999.vti\ncheckpoint_00000001.xmf\n").as_bytes()).unwrap();
+    // The user's files, some named like sim's, which no run wrote.
+    for f in ["notes.tmp", "mine.vti.tmp", "checkpoint_00000003.xmf"] {
+        write(&out, f, "the user's");
+    }
     ok(sim(&dir, &["run", "--restart", "out/h", "--steps", "5", "--quiet"]));
     let names: Vec<String> = snapshot(&out).into_iter().map(|(n, _)| n).collect();
-    assert!(!names.iter().any(|n| n.ends_with(".h5.tmp") || n.ends_with(".vti.tmp")), "{names:?}");
-    assert!(!names.contains(&"checkpoint_00000001.xmf".to_string()), "{names:?}");
-    assert!(names.contains(&"notes.tmp".to_string()), "not sim's: kept");
+    for gone in [format!("{ck}.tmp"), "h_00099999.vti.tmp".into(), "checkpoint_00000001.xmf".into()] {
+        assert!(!names.contains(&gone), "{gone}: {names:?}");
+    }
+    for kept in ["notes.tmp", "mine.vti.tmp", "checkpoint_00000003.xmf"] {
+        assert!(names.contains(&kept.to_string()), "not sim's, kept: {kept} {names:?}");
+    }
     std::fs::remove_dir_all(dir).unwrap();
 }
 

@@ -98,6 +98,7 @@ fn bad_inputs_exit_2_naming_the_key_and_leave_files_alone() {
         (&format!("scheme: cdklm16, {base}"), &["give a time step"]),
         (&format!("scheme: kp07, dt: 1.0, viscosity: 1.0, {base}"), &["solver.shallow_water.viscosity", "ctcs"]),
         (&format!("scheme: kp07, dt: 1.0, theta: 3.0, {base}"), &["solver.shallow_water.theta"]),
+        (&format!("scheme: fbl, dt: 1.0, theta: 1.5, {base}"), &["solver.shallow_water.theta", "cdklm16 and kp07"]),
         (&format!("scheme: ctcs, dt: 1.0, time_integration: ssp_rk3, {base}"), &["time_integration"]),
         (&format!("scheme: fbl, dt: 1.0, nxx: 3, {base}"), &["nxx"]),
         ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {flat: 60.0}, initial: {kelvin_wave: {}}", &["kelvin_wave", "f0"]),

@@ -75,6 +75,7 @@ impl RunDir {
     /// then the files of earlier runs (those in the manifest) are removed, and files `sim` did
     /// not write are left alone, unless a run would write a file of the same name.
     pub fn fresh(path: &Path, overwrite: bool) -> Result<RunDir> {
+        not_a_file(path)?;
         // A directory another run holds is that run's, its files in the making included.
         if let Ok(lock) = File::open(path.join(LOCK))
             && lock.try_lock().is_err()
@@ -101,13 +102,15 @@ impl RunDir {
     }
 
     /// The directory of a continued run: locked, with the temporary files a killed run left
-    /// (and sidecars whose checkpoint is gone) removed.
+    /// (and sidecars whose checkpoint is gone) removed, of the names in the manifest only.
     pub fn restart(path: &Path) -> Result<RunDir> {
+        not_a_file(path)?;
         manifest(path)?;
         let dir = Self::open(path)?;
         for name in entries(path) {
-            let stale = name.strip_suffix(".tmp").is_some_and(is_run_file)
-                || (name.ends_with(".xmf") && is_run_file(&name) && !path.join(&name).with_extension("h5").exists());
+            let ours = |n: &str| is_run_file(n) && dir.wrote(n);
+            let stale = name.strip_suffix(".tmp").is_some_and(ours)
+                || (name.ends_with(".xmf") && ours(&name) && !path.join(&name).with_extension("h5").exists());
             if stale {
                 remove(&path.join(&name))?;
             }
@@ -162,6 +165,14 @@ fn in_use<T>(path: &Path, mut lock: File) -> Result<T> {
         path.display(),
         pid.trim()
     ))
+}
+
+/// Refuse a run directory path that names a file.
+fn not_a_file(path: &Path) -> Result<()> {
+    match path.exists() && !path.is_dir() {
+        true => input(format!("output directory {} is a file, not a directory; choose another --out", path.display())),
+        false => Ok(()),
+    }
 }
 
 /// The files listed in the manifest of `dir` (none where it has no manifest). A manifest that

@@ -22,6 +22,12 @@ pub fn check(opts: &RunOptions) -> Result<String> {
     let plan = plan(opts)?;
     let spec = plan.case.solver.spec();
     crate::validate::threads("threads", plan.case.threads)?;
+    // The device the run would take, refused as the run refuses it.
+    let backend = match solvers::choose_device(plan.case.backend, &plan.case, 0)? {
+        (_, Some(note)) => note,
+        (Device::Cuda(gpu, _), None) => format!("backend cuda: CUDA device {}", gpu.name),
+        (Device::Cpu(_), None) => "backend cpu".into(),
+    };
     // Reads (and checks) the solver's input, e.g. a point cloud, before its size is estimated.
     let describe = spec.describe(plan.precision)?;
     crate::solvers::check_memory(spec.memory_estimate(plan.precision))?;
@@ -43,7 +49,8 @@ pub fn check(opts: &RunOptions) -> Result<String> {
     let text = report::check_text(&plan.case, plan.precision, &plan.out_dir, &describe, &stop, (step, last));
     let flush = plan.case.cpu.subnormals == crate::cpu::Subnormals::Flush;
     let subnormals = if flush { "  subnormals: flushed to zero on the CPU (cpu.subnormals: flush)\n" } else { "" };
-    Ok(text + &tiling.map(|t| format!("  temporal blocking: {t}\n")).unwrap_or_default() + subnormals)
+    let backend = format!("  {backend}\n");
+    Ok(text + &backend + &tiling.map(|t| format!("  temporal blocking: {t}\n")).unwrap_or_default() + subnormals)
 }
 
 /// `r` as every rank of `procs` agrees on it (see [`crate::parallel::agree`]).

@@ -104,8 +104,10 @@ impl Stop {
         }
         let steps = steps.saturating_add(frames as u64);
         if steps > MAX_STEPS {
+            // A count that saturated says only that it is beyond any run.
+            let count = if steps == u64::MAX { "more than 1.8e19".to_string() } else { steps.to_string() };
             return input(format!(
-                "the run would take {steps} steps, more than the limit of {MAX_STEPS}; use a larger time step or \
+                "the run would take {count} steps, more than the limit of {MAX_STEPS}; use a larger time step or \
                  an earlier time.end_time / time.end_step"
             ));
         }

@@ -363,10 +363,12 @@ impl<T: Real> ShallowWater<T> {
         let ([ox, oy], nx) = (p.offset(), p.nx);
         let dry = c.depth.iter().zip(&c.eta).position(|(&h, &e)| !(h.f64() + e.f64() > 0.0));
         if let Some(k) = dry {
+            let total = c.depth[k].f64() + c.eta[k].f64();
+            let why = if total.is_finite() { "dry cells are not supported" } else { "a value of the state is not finite" };
             return input(format!(
-                "solver.shallow_water: the initial total depth H + eta is {} (H = {}) at cell ({}, {}); \
-                 dry cells are not supported",
-                c.depth[k].f64() + c.eta[k].f64(),
+                "solver.shallow_water: the total depth H + eta of the {} state is {total} (H = {}) at cell ({}, {}); \
+                 {why}",
+                if self.step == 0 { "initial" } else { "restored" },
                 c.depth[k].f64(),
                 ox + k % nx,
                 oy + k / nx

@@ -326,6 +326,11 @@ impl ShallowWaterParams {
         if !(1.0..=2.0).contains(&self.theta) {
             return input(format!("{KEY}.theta: {} must lie in [1, 2] (minmod parameter)", self.theta));
         }
+        if !self.scheme.finite_volume() && self.theta != default_theta() {
+            return input(format!(
+                "{KEY}.theta: scheme {scheme} reconstructs nothing; the minmod parameter is for cdklm16 and kp07"
+            ));
+        }
         match (self.dt, self.courant) {
             (Some(_), Some(_)) => return input(format!("{KEY}: give either dt or courant, not both")),
             (None, None) => return input(format!("{KEY}: give a time step, dt (or courant for cdklm16 and kp07)")),
@@ -368,7 +373,8 @@ impl ShallowWaterParams {
                 }
                 if 2 * s.cells >= n {
                     return input(format!(
-                        "{KEY}.boundary.{name}.sponge.cells: {} cells is wider than half the domain ({n} cells across)",
+                        "{KEY}.boundary.{name}.sponge.cells: {} cells is half the domain or wider ({n} cells across); it must be \
+                         narrower",
                         s.cells
                     ));
                 }

@@ -279,6 +279,10 @@ fn restart_takes_the_file_arrays_from_the_checkpoint() {
     let grid = sim::solver::Grid { n: [nx, ny], origin: [0.0, 0.0], spacing: [100.0, 100.0] };
     checkpoint::write(&dir.join("bad.h5"), &meta, &arrays, &sim::solver::Mesh::Cells(grid)).unwrap();
     exit2(&sim(&dir, &["run", "--restart", "bad.h5", "--out", "bad", "--quiet"]), &["bad.h5", "/fields/input_bathymetry", "NaN", "row 1, column 3"]);
+    let bathymetry = arrays.iter_mut().find(|a| a.name == "input_bathymetry").unwrap();
+    bathymetry.values = sim::real::Values::F64((0..corners).map(|k| if k == 20 { 0.0 } else { 40.0 }).collect());
+    checkpoint::write(&dir.join("dry.h5"), &meta, &arrays, &sim::solver::Mesh::Cells(grid)).unwrap();
+    exit2(&sim(&dir, &["run", "--restart", "dry.h5", "--out", "dry", "--quiet"]), &["checkpoint", "dry.h5", "/fields/input_bathymetry", "<= 0", "row 1, column 3"]);
     std::fs::remove_dir_all(dir).unwrap();
 }
 

@@ -120,9 +120,9 @@ impl Sources {
                 let (v, n) = inputs.get(&format!("{key}.bathymetry.file"), "bathymetry", path, dataset, &shapes)?;
                 if let Some(k) = v.iter().position(|&h| h <= 0.0) {
                     return input(format!(
-                        "{key}.bathymetry.file: dataset {dataset:?} of {} has depth {} <= 0 at row {}, column {} \
-                         (dry cells are not supported)",
-                        path.display(),
+                        "{key}.bathymetry.file: {} has depth {} <= 0 at row {}, column {} (dry cells are not \
+                         supported)",
+                        inputs.source("bathymetry", path, dataset),
                         v[k],
                         k / n[0],
                         k % n[0]

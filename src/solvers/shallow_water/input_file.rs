@@ -109,6 +109,18 @@ impl<'a> Inputs<'a> {
         Ok((values, n))
     }
 
+    /// Where [`Inputs::get`] takes the array `what` from, for messages: the checkpoint's copy,
+    /// or dataset `name` of the file `path`.
+    pub fn source(&self, what: &str, path: &Path, name: &str) -> String {
+        let stored_name = format!("input_{what}");
+        match self.stored {
+            Some((arrays, ck)) if arrays.iter().any(|a| a.name == stored_name) => {
+                format!("dataset /fields/{stored_name} of checkpoint {}", ck.display())
+            }
+            _ => format!("dataset {name:?} of {}", path.display()),
+        }
+    }
+
     /// The arrays handed out, to be kept in the checkpoints.
     pub fn kept(self) -> Vec<StateArray> {
         self.kept

@@ -373,8 +373,8 @@ impl ShallowWaterParams {
                 }
                 if 2 * s.cells >= n {
                     return input(format!(
-                        "{KEY}.boundary.{name}.sponge.cells: {} cells is half the domain or wider ({n} cells across); it must be \
-                         narrower",
+                        "{KEY}.boundary.{name}.sponge.cells: {} cells is half the domain or wider ({n} cells \
+                         across); it must be narrower",
                         s.cells
                     ));
                 }

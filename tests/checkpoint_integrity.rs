@@ -190,6 +190,9 @@ fn edited_attributes_are_refused() {
     refused(&dir, &p, &["attribute 'time' is inf"]);
     let p = resigned(&dir, "signed_time_negative.h5", |m| m.time = -1.0);
     refused(&dir, &p, &["attribute 'time' is -1"]);
+    // Far beyond what its steps reach, and written short.
+    let p = resigned(&dir, "signed_time_huge.h5", |m| m.time = 1e300);
+    refused(&dir, &p, &["time = 1e300 disagree"]);
     std::fs::remove_dir_all(dir).unwrap();
 }
 

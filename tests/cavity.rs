@@ -257,6 +257,23 @@ fn restart_keeps_the_convergence_state() {
         assert_eq!(s["step"], 100, "{}", d.display());
     }
     assert_eq!(fields(&a.join("checkpoint_00000100.h5")), fields(&b.join("checkpoint_00000100.h5")));
+    // The checkpoint says it is converged, so continuing it is refused and changes nothing.
+    let state = fields(&a.join("checkpoint_00000100.h5")).into_iter().find(|x| x.name == "residual_state").unwrap();
+    assert_eq!(state.values.to_f64()[2], 2.0, "tolerance flag: converged");
+    let files = |d: &Path| {
+        let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(d).unwrap().flatten()
+            .map(|e| (e.file_name().into_string().unwrap(), std::fs::read(e.path()).unwrap()))
+            .filter(|(n, _)| n != ".sim-lock")
+            .collect();
+        v.sort();
+        v
+    };
+    let before = files(&a);
+    let out = sim().args(["run", "--restart", a.to_str().unwrap(), "--quiet"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("step 100") && err.contains("steady state"), "{err}");
+    assert_eq!(before, files(&a));
 }
 
 #[test]

@@ -129,6 +129,15 @@ pub fn run_on(opts: &RunOptions, procs: Option<&dyn Processes>) -> Result<serde_
         };
         let stop = Stop::of(case, opts.steps, solver.step());
         stop.check_limits(solver.step(), solver.time(), schedule::nominal_dt(solver.as_ref()))?;
+        if restart.is_some() && solver.converged() {
+            return input(format!(
+                "the checkpoint is at step {}{}, where the run had reached its steady state ({}); there is nothing \
+                 to continue",
+                solver.step(),
+                report::time_text(solver.as_ref()),
+                solver.status().unwrap_or_default()
+            ));
+        }
         if restart.is_some() && stop.done(solver.as_ref()) {
             return input(format!(
                 "the checkpoint is at step {}{}, already at or past the end of the run ({}); raise time.end_time or \

@@ -568,10 +568,14 @@ impl Residual {
         self.below_once = below;
     }
 
-    /// `residual_state`: t_snapshot, R_K, below-tolerance flag, du2 first step, du2 latest;
-    /// always f64.
+    /// `residual_state`: t_snapshot, R_K, the tolerance flag (0 above it at the latest check, 1
+    /// below it, 2 below it at the last two: converged), du2 first step, du2 latest; always f64.
     fn state(&self) -> StateArray {
-        let below = if self.below_once { 1.0 } else { 0.0 };
+        let below = match (self.below_once, self.converged) {
+            (_, true) => 2.0,
+            (true, false) => 1.0,
+            (false, false) => 0.0,
+        };
         let scalars = vec![self.t_snap, self.r_k, below, self.du2_first, self.du2_last];
         StateArray::other("residual_state", f64::wrap(scalars))
     }
@@ -579,11 +583,11 @@ impl Residual {
     /// From the `residual_state` of a checkpoint at `time`, checked.
     fn restore(arrays: &mut Vec<StateArray>, time: f64) -> Result<Self> {
         let r = take_array::<f64>(arrays, "residual_state", &[5])?;
-        if !(r[0].is_finite() && r[0] <= time) || !(r[2] == 0.0 || r[2] == 1.0) {
+        if !(r[0].is_finite() && r[0] <= time) || ![0.0, 1.0, 2.0].contains(&r[2]) {
             return Err(SimError::Input(format!("dataset /fields/residual_state holds invalid values {r:?}")));
         }
         let [t_snap, r_k, below, du2_first, du2_last] = [r[0], r[1], r[2], r[3], r[4]];
-        Ok(Residual { t_snap, r_k, below_once: below == 1.0, converged: false, du2_first, du2_last })
+        Ok(Residual { t_snap, r_k, below_once: below >= 1.0, converged: below == 2.0, du2_first, du2_last })
     }
 
     fn status(&self) -> String {

@@ -22,7 +22,9 @@ fn names_and_output_paths_cannot_reach_other_files() {
     write(&dir.join("existing"), "history.csv", "mine\n");
     write(&dir, "c.yaml", GOOD);
     let before = snapshot(&dir.join("existing"));
-    exit2(&sim(&dir, &["run", "c.yaml", "--out", "nothere/../existing"]), &["already holds files"]);
+    let o = sim(&dir, &["run", "c.yaml", "--out", "nothere/../existing"]);
+    exit2(&o, &["already holds files"]);
+    assert!(!stderr(&o).contains("--restart"), "no checkpoint there to continue: {}", stderr(&o));
     exit2(&sim(&dir, &["run", "c.yaml", "--out", "nothere/../existing", "--overwrite"]), &["history.csv", "did not write"]);
     assert_eq!(snapshot(&dir.join("existing")), before, "the user's files are untouched");
     std::fs::remove_dir_all(dir).unwrap();

@@ -82,12 +82,15 @@ impl RunDir {
         {
             return in_use(path, lock);
         }
-        if !overwrite && let Some(first) = entries(path).first() {
+        let held = entries(path);
+        if !overwrite && let Some(first) = held.first() {
+            // Continuing is an option only where there is a checkpoint to continue from.
+            let continued = held.iter().any(|n| n.starts_with("checkpoint_") && n.ends_with(".h5"));
             return input(format!(
                 "output directory {} already holds files (e.g. {first}); pass --overwrite to replace the files of \
-                 the earlier run, or continue it with: sim run --restart {}",
+                 the earlier run{}",
                 path.display(),
-                path.display()
+                if continued { format!(", or continue it with: sim run --restart {}", path.display()) } else { String::new() }
             ));
         }
         // Before anything is created there, and again under the lock.

@@ -583,7 +583,7 @@ impl Residual {
     /// From the `residual_state` of a checkpoint at `time`, checked.
     fn restore(arrays: &mut Vec<StateArray>, time: f64) -> Result<Self> {
         let r = take_array::<f64>(arrays, "residual_state", &[5])?;
-        if !(r[0].is_finite() && r[0] <= time) || ![0.0, 1.0, 2.0].contains(&r[2]) {
+        if !(r[0].is_finite() && r[0] <= time && [0.0, 1.0, 2.0].contains(&r[2])) {
             return Err(SimError::Input(format!("dataset /fields/residual_state holds invalid values {r:?}")));
         }
         let [t_snap, r_k, below, du2_first, du2_last] = [r[0], r[1], r[2], r[3], r[4]];

@@ -332,6 +332,24 @@ fn ctrl_c_checkpoints_and_the_run_can_continue() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// `sim check` counts the steps that land on output instants, so it gives the step the run
+/// ends at.
+#[test]
+fn check_counts_the_steps_the_run_takes() {
+    let dir = scratch("check_steps");
+    // dt = 3.125e-3 divides neither the output interval nor the end time.
+    let case = "name: h\nsolver:\n  heat2d: {n: 17, r: 0.2}\ntime: {end_time: 0.1}\noutput: {every_time: 0.007}\n";
+    write(&dir, "land.yaml", case);
+    let o = ok(sim(&dir, &["check", "land.yaml"]));
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    let steps: u64 = out.split("steps: ").nth(1).and_then(|r| r.split(' ').next()).and_then(|n| n.parse().ok()).unwrap();
+    ok(sim(&dir, &["run", "land.yaml", "--quiet"]));
+    let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("out/h/summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["step"], steps, "{out}");
+    assert!(steps > 32, "landing steps beyond the 32 full ones: {steps}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 #[test]
 fn check_info_and_bench_report() {
     let dir = scratch("check");

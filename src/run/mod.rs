@@ -17,6 +17,9 @@ use crate::parallel::Processes;
 use crate::solvers::{self, Device};
 use schedule::Stop;
 
+/// The most steps `sim check` replays to count a run's steps exactly (a few tens of ms).
+const REPLAYED_STEPS: u64 = 10_000_000;
+
 /// `sim check`: what the run would do, with the checks of `sim run` that need no fields.
 pub fn check(opts: &RunOptions) -> Result<String> {
     let plan = plan(opts)?;
@@ -40,13 +43,19 @@ pub fn check(opts: &RunOptions) -> Result<String> {
     let stop = Stop::of(&plan.case, opts.steps, step);
     let dt = spec.nominal_dt();
     stop.check_limits(step, time, dt)?;
-    let last = stop.last_step(step, time, dt);
+    // The driver's steps replayed where they are few enough: those that land on output
+    // instants count too.
+    let landing = schedule::Landing { end_time: plan.case.time.end_time, every_time: plan.case.output.every_time };
+    let physical = spec.clock() == crate::solver::Clock::Physical;
+    let replayed = dt.filter(|_| physical).and_then(|dt| stop.landed_last_step(&landing, step, time, dt, REPLAYED_STEPS));
+    let exact = replayed.is_some() || landing.every_time.is_none();
+    let last = replayed.unwrap_or_else(|| stop.last_step(step, time, dt));
     let threads = match opts.threads.unwrap_or(plan.case.threads) {
         0 => rayon::current_num_threads(),
         n => n,
     };
     let tiling = spec.tiling(plan.precision, &plan.case.cpu, threads).map(|t| format!("{t} on {threads} thread{}", if threads == 1 { "" } else { "s" }));
-    let text = report::check_text(&plan.case, plan.precision, &plan.out_dir, &describe, &stop, (step, last));
+    let text = report::check_text(&plan.case, plan.precision, &plan.out_dir, &describe, &stop, (step, last, exact));
     let flush = plan.case.cpu.subnormals == crate::cpu::Subnormals::Flush;
     let subnormals = if flush { "  subnormals: flushed to zero on the CPU (cpu.subnormals: flush)\n" } else { "" };
     let backend = format!("  {backend}\n");

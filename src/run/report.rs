@@ -129,14 +129,15 @@ pub fn output_count(start: u64, last: u64, n: u64) -> u64 {
 }
 
 /// `sim check`: what a run from step `start` would do, from `describe` (the solver's lines)
-/// and the step `last` at which it stops.
+/// and the step `last` at which it stops (`exact`, or without the steps that land on output
+/// instants).
 pub fn check_text(
     case: &Case,
     precision: Precision,
     out_dir: &Path,
     describe: &[String],
     stop: &Stop,
-    (start, last): (u64, u64),
+    (start, last, exact): (u64, u64, bool),
 ) -> String {
     let mut t = format!("case {}: solver {}, precision {}\n", case.name, case.solver.kind(), precision.name());
     for line in describe {
@@ -147,7 +148,8 @@ pub fn check_text(
     if stop.end_step.is_none() && case.solver.spec().nominal_dt().is_none() && case.solver.spec().clock() == crate::solver::Clock::Physical {
         t += &format!("  steps: as many as the adaptive time step takes (stop at {})\n", stop.text());
     } else {
-        t += &format!("  steps: {last} (stop at {})\n", stop.text());
+        let about = if exact { "" } else { "about " };
+        t += &format!("  steps: {about}{last} (stop at {})\n", stop.text());
     }
     let outputs = match (case.output.every_steps, case.output.every_time) {
         (Some(n), _) => format!("every {n} steps ({} files)", output_count(start, last, n)),

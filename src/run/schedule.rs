@@ -79,6 +79,21 @@ impl Stop {
         }
     }
 
+    /// [`Stop::last_step`] with the steps that land on the instants of `landing`: the driver's
+    /// fixed steps of `dt` replayed, the times summed as the solvers sum them (None beyond
+    /// `most` steps, where the replay would take too long).
+    pub fn landed_last_step(&self, landing: &Landing, step: u64, time: f64, dt: f64, most: u64) -> Option<u64> {
+        let (mut n, mut t) = (step, time);
+        while !self.done_at(n, t, dt, Clock::Physical) {
+            if n - step >= most {
+                return None;
+            }
+            t += landing.step_length(t, dt);
+            n += 1;
+        }
+        Some(n)
+    }
+
     /// Refuse a run that could not end: a time step that is not positive, finite and normal,
     /// more than [`MAX_FRAMES`] output instants, or more than [`MAX_STEPS`] steps (the
     /// landing steps included).

@@ -77,6 +77,19 @@ fn cli_rejects_bad_cloud_with_exit_code_2() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("cloud.txt") && err.contains("truncated"), "{err}");
+    // f32 is refused by `sim check` as by the run.
+    let case = case_file(&d, &format!("{ROOT}/meshes/naca0012_9600_legacy.txt"), "legacy");
+    for args in [&["check"][..], &["run", "--quiet"]] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_sim"))
+            .args(args)
+            .arg(&case)
+            .args(["--precision", "f32"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("f64 only"), "{args:?}: {err}");
+    }
     let _ = std::fs::remove_dir_all(d);
 }
 
@@ -127,6 +140,40 @@ fn mesh_cli_writes_a_loadable_cloud_and_rejects_bad_options() {
     let st = std::process::Command::new(env!("CARGO_BIN_EXE_sim")).args(["mesh", "naca0012", "--out"]).arg(&d).output().unwrap();
     assert_eq!(st.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&st.stderr).contains("is a directory"), "{}", String::from_utf8_lossy(&st.stderr));
+    // What the cloud would not simply take the place of is refused and left as it was: a link,
+    // a read-only file, a missing folder, a temporary file of that name, a device.
+    std::fs::write(d.join("target.txt"), "mine").unwrap();
+    std::os::unix::fs::symlink(d.join("target.txt"), d.join("link.txt")).unwrap();
+    std::fs::write(d.join("ro.txt"), "mine").unwrap();
+    let mut ro = std::fs::metadata(d.join("ro.txt")).unwrap().permissions();
+    ro.set_readonly(true);
+    std::fs::set_permissions(d.join("ro.txt"), ro).unwrap();
+    std::fs::write(d.join("busy.txt.tmp"), "mine").unwrap();
+    let cases = [
+        (d.join("link.txt"), "not a regular file"),
+        (d.join("ro.txt"), "read-only"),
+        (d.join("nodir/x.txt"), "does not exist"),
+        (d.join("busy.txt"), "busy.txt.tmp exists"),
+        (PathBuf::from("/dev/null"), "not a regular file"),
+    ];
+    for (out, needle) in cases {
+        let st = std::process::Command::new(env!("CARGO_BIN_EXE_sim"))
+            .args(["mesh", "naca0012", "--ni", "16", "--nj", "4", "--out"])
+            .arg(&out)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&st.stderr);
+        assert_eq!(st.status.code(), Some(2), "{}: {err}", out.display());
+        assert!(err.contains(needle), "{}: {err}", out.display());
+    }
+    assert!(std::fs::symlink_metadata(d.join("link.txt")).unwrap().file_type().is_symlink());
+    for f in ["target.txt", "ro.txt", "busy.txt.tmp"] {
+        assert_eq!(std::fs::read_to_string(d.join(f)).unwrap(), "mine");
+    }
+    let mut rw = std::fs::metadata(d.join("ro.txt")).unwrap().permissions();
+    #[allow(clippy::permissions_set_readonly_false)]
+    rw.set_readonly(false);
+    std::fs::set_permissions(d.join("ro.txt"), rw).unwrap();
     let _ = std::fs::remove_dir_all(d);
 }
 

@@ -52,9 +52,7 @@ pub fn generate(o: &MeshOptions) -> Result<String> {
     if o.points == Some(0) {
         return Err(SimError::Input("--points 0: give the number of points wanted (at least 1)".into()));
     }
-    if o.out.is_dir() {
-        return Err(SimError::Input(format!("--out {}: is a directory; give the cloud file's path", o.out.display())));
-    }
+    check_out(&o.out)?;
     let cloud = match o.kind.as_str() {
         "ogrid" => {
             let (ni, nj) = ogrid_size(o)?;
@@ -65,6 +63,33 @@ pub fn generate(o: &MeshOptions) -> Result<String> {
     };
     write(&cloud, &o.format, &o.out)?;
     Ok(report(&cloud, o))
+}
+
+/// Refuse an `--out` that the cloud would not simply take the place of: a directory, a link,
+/// a device or pipe, a read-only file, a path whose folder does not exist, or a path whose
+/// temporary file (`.tmp`, written first and renamed) already exists.
+fn check_out(out: &std::path::Path) -> Result<()> {
+    let refuse = |why: &str| Err(SimError::Input(format!("--out {}: {why}", out.display())));
+    if out.is_dir() {
+        return refuse("is a directory; give the cloud file's path");
+    }
+    if let Ok(m) = std::fs::symlink_metadata(out) {
+        if !m.is_file() {
+            return refuse("is not a regular file (a link, device or pipe); give a new file's path");
+        }
+        if m.permissions().readonly() {
+            return refuse("is read-only; sim does not replace it");
+        }
+    }
+    let folder = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+    if !folder.is_dir() {
+        return refuse(&format!("the folder {} does not exist", folder.display()));
+    }
+    let tmp = crate::io::tmp_path(out);
+    if std::fs::symlink_metadata(&tmp).is_ok() {
+        return refuse(&format!("{} exists; sim writes the cloud there first, so move it away", tmp.display()));
+    }
+    Ok(())
 }
 
 fn parse_closure(name: &str) -> Result<Closure> {

@@ -426,14 +426,21 @@ impl SolverSpec for LskumParams {
     fn nominal_dt(&self) -> Option<f64> {
         None
     }
-    fn describe(&self, _: Precision) -> Result<Vec<String>> {
+    fn describe(&self, precision: Precision) -> Result<Vec<String>> {
+        f64_only(precision)?;
         Ok(describe(self, &cloud_file::load(&self.cloud, self.format)?))
     }
     fn build(&self, precision: Precision, device: &Device) -> Result<Box<dyn Solver>> {
-        match precision {
-            Precision::F64 => Ok(Box::new(Lskum::new(self)?.on(device)?)),
-            Precision::F32 => input("precision: the lskum solver runs in f64 only"),
-        }
+        f64_only(precision)?;
+        Ok(Box::new(Lskum::new(self)?.on(device)?))
+    }
+}
+
+/// Refuse f32: the solver runs in f64 only.
+fn f64_only(precision: Precision) -> Result<()> {
+    match precision {
+        Precision::F64 => Ok(()),
+        Precision::F32 => input("precision: the lskum solver runs in f64 only"),
     }
 }
 

@@ -647,7 +647,7 @@ fn a_signal_to_one_rank_stops_all_at_the_same_step() {
     let case = heat_case("s", "heat2d: {n: 101, r: 0.24}", "f64", &format!("{{end_step: {end}}}"), extra);
     write(&dir, "signalled.yaml", &case);
     let mut run = mpirun_command(&dir, 2, &["run", "signalled.yaml", "--quiet", "--overwrite", "--out", "r"]);
-    let child = run.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
+    let child = run.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped()).spawn().unwrap();
     // Both ranks stepping (a guard check is in the history): then SIGTERM to one of them.
     let history = dir.join("r/history.csv");
     let stepping = || std::fs::read_to_string(&history).is_ok_and(|h| h.lines().count() > 2);
@@ -661,8 +661,11 @@ fn a_signal_to_one_rank_stops_all_at_the_same_step() {
     let pids: Vec<u32> = String::from_utf8_lossy(&pids.stdout).lines().filter_map(|l| l.trim().parse().ok()).collect();
     assert!(pids.len() == 2 && stepping(), "ranks {pids:?}");
     ok(Command::new("kill").args(["-TERM", &pids[1].to_string()]).output().unwrap());
-    let status = child.wait_with_output().unwrap().status;
-    assert_eq!(status.code(), Some(143), "mpirun: {status:?}");
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(143), "mpirun: {:?} {err}", out.status);
+    // Said once, by rank 0.
+    assert_eq!(err.matches("interrupted by SIGTERM").count(), 1, "{err}");
     let (stopped, _) = final_bits(&dir, "r");
     assert!(stopped > 0 && stopped < 4000000, "stopped at step {stopped}");
     // The same step on both ranks: the checkpoint continues to the serial bits.

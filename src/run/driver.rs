@@ -284,6 +284,10 @@ impl<'a> Driver<'a> {
         if ending == Ending::Interrupted {
             let ck = self.last_checkpoint.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
             let signal = super::signals::received().unwrap_or(signal_hook::consts::SIGINT);
+            // Every rank stops with the signal's code; rank 0 alone says so.
+            if !self.root() {
+                return Err(SimError::Quiet(128 + signal));
+            }
             return Err(SimError::Interrupted(
                 format!(
                     "interrupted by {} at step {}{}; checkpoint written. Continue with: sim run --restart {ck}",

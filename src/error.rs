@@ -50,7 +50,7 @@ impl SimError {
 impl fmt::Display for SimError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            SimError::Input(m) | SimError::Run(m) | SimError::Interrupted(m, _) => f.write_str(m),
+            SimError::Input(m) | SimError::Run(m) | SimError::Interrupted(m, _) => f.write_str(&compact_numbers(m)),
             SimError::Quiet(_) => Ok(()),
         }
     }
@@ -135,6 +135,50 @@ fn shorten_quoted_spans(line: &str) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// The most characters of a number written out in full in a message (f64's `Display` writes
+/// 1e300 with 301 digits).
+const NUMBER_MAX: usize = 24;
+
+/// `text` with every number longer than [`NUMBER_MAX`] characters (digits with at most one
+/// point, standing alone: not part of a name, path or hex string) in exponent form.
+pub fn compact_numbers(text: &str) -> Cow<'_, str> {
+    let b = text.as_bytes();
+    let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let mut out = String::new();
+    let (mut done, mut i) = (0, 0);
+    while i < b.len() {
+        let starts = b[i].is_ascii_digit() && (i == 0 || !(word(b[i - 1]) || b[i - 1] == b'.' || b[i - 1] == b'/'));
+        if !starts {
+            i += 1;
+            continue;
+        }
+        let mut j = i;
+        while j < b.len() && b[j].is_ascii_digit() {
+            j += 1;
+        }
+        if j + 1 < b.len() && b[j] == b'.' && b[j + 1].is_ascii_digit() {
+            j += 1;
+            while j < b.len() && b[j].is_ascii_digit() {
+                j += 1;
+            }
+        }
+        let alone = j == b.len() || !word(b[j]);
+        if alone && j - i > NUMBER_MAX
+            && let Ok(x) = text[i..j].parse::<f64>()
+        {
+            out.push_str(&text[done..i]);
+            out.push_str(&format!("{x:e}"));
+            done = j;
+        }
+        i = j;
+    }
+    if done == 0 {
+        return Cow::Borrowed(text);
+    }
+    out.push_str(&text[done..]);
+    Cow::Owned(out)
 }
 
 /// Byte index in `body` of the quote `q` that closes a span (or `body.len()`).
@@ -233,6 +277,24 @@ fn too_large<T>(what: &str, path: &Path, size: u64, limit: u64) -> Result<T> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn long_numbers_are_written_in_exponent_form() {
+        let big = format!("r: {} must be", 1e300);
+        assert_eq!(super::compact_numbers(&big), "r: 1e300 must be");
+        let small = format!("x = -{} and {}", 1e-300, 0.5);
+        assert_eq!(super::compact_numbers(&small), "x = -1e-300 and 0.5");
+        // Short numbers, names, paths and hex strings stay as they are.
+        let digits = "9".repeat(30);
+        for s in [
+            "step 18446744073709551615 of 12".to_string(),
+            format!("/tmp/run_{digits}/checkpoint_{digits}.h5"),
+            format!("sha256:{digits}abc"),
+            format!("v{digits}"),
+        ] {
+            assert_eq!(super::compact_numbers(&s), s);
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -47,6 +47,8 @@ fn bad_case_files_are_rejected_with_the_key_named() {
         ("negative_n", format!("name: h\nsolver:\n  heat2d: {{n: -5, r: 0.2}}\n{t}"), vec!["solver.heat2d.n"]),
         ("too_few_nodes", format!("name: h\nsolver:\n  heat2d: {{n: 2, r: 0.2}}\n{t}"), vec!["solver.heat2d.n", "too few"]),
         ("nan_r", format!("name: h\nsolver:\n  heat2d: {{n: 17, r: .nan}}\n{t}"), vec!["solver.heat2d.r"]),
+        // Written short, not as f64's 301 digits.
+        ("huge_r", format!("name: h\nsolver:\n  heat2d: {{n: 17, r: 1e300}}\n{t}"), vec!["solver.heat2d.r: 1e300 exceeds"]),
         ("negative_diffusivity", format!("name: h\nsolver:\n  heat2d: {{n: 17, r: 0.2, diffusivity: -1}}\n{t}"), vec!["solver.heat2d.diffusivity"]),
         ("inverted_domain", format!("name: h\nsolver:\n  heat2d: {{n: 17, r: 0.2, domain: [1, -1]}}\n{t}"), vec!["solver.heat2d.domain"]),
         ("zero_output_interval", format!("name: h\n{g}{t}output: {{every_steps: 0}}\n"), vec!["output.every_steps"]),

@@ -508,7 +508,7 @@ pub fn open(path: &Path) -> Result<Opened> {
         return Err(bad(format!("attribute 'step' is {step}, more than the {max} steps a run may take")));
     }
     if !(time.is_finite() && time >= 0.0) {
-        return Err(bad(format!("attribute 'time' is {}; a checkpoint's time is finite and >= 0", number(time))));
+        return Err(bad(format!("attribute 'time' is {time}; a checkpoint's time is finite and >= 0")));
     }
     let meta = Meta {
         solver: text("solver")?,
@@ -670,7 +670,7 @@ impl Opened {
         match solver.clock() {
             Clock::Iterations if m.time != 0.0 => Err(self.bad(format!(
                 "attribute 'time' is {}; solver {} counts iterations and stores time 0",
-                number(m.time), m.solver
+                m.time, m.solver
             ))),
             Clock::Iterations => Ok(()),
             Clock::Physical => {
@@ -678,7 +678,7 @@ impl Opened {
                 if (m.step == 0) != (m.time == 0.0) {
                     return Err(self.bad(format!(
                         "attributes step = {} and time = {} disagree: step 0 is time 0 and only step 0 is",
-                        m.step, number(m.time)
+                        m.step, m.time
                     )));
                 }
                 // Fixed steps are at most dt long (a step stretched onto an output instant by
@@ -689,7 +689,7 @@ impl Opened {
                     return Err(self.bad(format!(
                         "attributes step = {} and time = {} disagree: {} steps of dt = {dt:e} reach at most \
                          t = {reach:e}",
-                        m.step, number(m.time), m.step
+                        m.step, m.time, m.step
                     )));
                 }
                 Ok(())
@@ -973,11 +973,3 @@ fn attribute(a: &StateArray, mesh: &Mesh, file: &str) -> std::result::Result<Str
     };
     Ok(format!("<Attribute Name=\"{}\" AttributeType=\"Scalar\" Center=\"{center}\">\n{item}</Attribute>\n", a.name))
 }
-
-/// `x` as written, or in exponent form where that is long (a forged time of 1e300 would
-/// otherwise print 301 digits).
-fn number(x: f64) -> String {
-    let plain = x.to_string();
-    if plain.len() > 24 { format!("{x:e}") } else { plain }
-}
-

@@ -59,7 +59,8 @@ pub fn check(opts: &RunOptions) -> Result<String> {
     let flush = plan.case.cpu.subnormals == crate::cpu::Subnormals::Flush;
     let subnormals = if flush { "  subnormals: flushed to zero on the CPU (cpu.subnormals: flush)\n" } else { "" };
     let backend = format!("  {backend}\n");
-    Ok(text + &backend + &tiling.map(|t| format!("  temporal blocking: {t}\n")).unwrap_or_default() + subnormals)
+    let text = text + &backend + &tiling.map(|t| format!("  temporal blocking: {t}\n")).unwrap_or_default() + subnormals;
+    Ok(crate::error::compact_numbers(&text).into_owned())
 }
 
 /// `r` as every rank of `procs` agrees on it (see [`crate::parallel::agree`]).

@@ -583,7 +583,10 @@ impl Residual {
     /// From the `residual_state` of a checkpoint at `time`, checked.
     fn restore(arrays: &mut Vec<StateArray>, time: f64) -> Result<Self> {
         let r = take_array::<f64>(arrays, "residual_state", &[5])?;
-        if !(r[0].is_finite() && r[0] <= time && [0.0, 1.0, 2.0].contains(&r[2])) {
+        // R_K and the sums of squares are NaN before the first check and step, else >= 0.
+        let unset_or_not_negative = |x: f64| x.is_nan() || (x >= 0.0 && x.is_finite());
+        let sums = [r[1], r[3], r[4]].into_iter().all(unset_or_not_negative);
+        if !(r[0].is_finite() && r[0] <= time && [0.0, 1.0, 2.0].contains(&r[2]) && sums) {
             return Err(SimError::Input(format!("dataset /fields/residual_state holds invalid values {r:?}")));
         }
         let [t_snap, r_k, below, du2_first, du2_last] = [r[0], r[1], r[2], r[3], r[4]];
@@ -1092,6 +1095,27 @@ mod tests {
         assert!(c.status().is_some() && !c.converged());
         c.sync().unwrap();
         assert_eq!(c.state()[0].values, f64::wrap(c.u().to_vec()));
+    }
+
+    /// The tolerance flag 2 restores a converged state; impossible values are refused.
+    #[test]
+    fn residual_state_round_trips_and_refuses_impossible_values() {
+        let mut res = Residual::new();
+        res.converged = true;
+        res.below_once = true;
+        let back = Residual::restore(&mut vec![res.state()], 0.0).unwrap();
+        assert!(back.converged && back.below_once && back.r_k.is_nan());
+        let of = |v: [f64; 5]| Residual::restore(&mut vec![StateArray::other("residual_state", f64::wrap(v.to_vec()))], 1.0);
+        assert!(of([0.5, f64::NAN, 0.0, f64::NAN, f64::NAN]).is_ok());
+        for bad in [
+            [0.5, -7.0, 0.0, 1.0, 1.0],
+            [0.5, 1e-3, 3.0, 1.0, 1.0],
+            [0.5, 1e-3, 1.0, -1.0, 1.0],
+            [0.5, 1e-3, 1.0, 1.0, f64::INFINITY],
+            [2.0, 1e-3, 1.0, 1.0, 1.0],
+        ] {
+            assert!(of(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

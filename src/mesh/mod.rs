@@ -58,6 +58,9 @@ pub fn generate(o: &MeshOptions) -> Result<String> {
             let (ni, nj) = ogrid_size(o)?;
             ogrid::ogrid(&OGrid { ni, nj, radius: o.radius, first_spacing: o.first_spacing, thickness: o.thickness, closure })?
         }
+        "quadtree" if o.ni.is_some() || o.nj.is_some() => {
+            return Err(SimError::Input("--ni and --nj size an O-grid; a quadtree cloud takes --points".into()));
+        }
         "quadtree" => quadtree_points(o.points.unwrap_or(20_000), o.thickness, closure, o.radius)?,
         k => return Err(SimError::Input(format!("--type {}: choose ogrid or quadtree", shorten(k)))),
     };
@@ -103,7 +106,8 @@ fn parse_closure(name: &str) -> Result<Closure> {
 /// ni x nj of the O-grid: both given, from --points, or the reference 160 x 60.
 fn ogrid_size(o: &MeshOptions) -> Result<(usize, usize)> {
     match (o.ni, o.nj, o.points) {
-        (Some(a), Some(b), _) => Ok((a, b)),
+        (Some(_), Some(_), Some(_)) => Err(SimError::Input("give --ni and --nj, or --points, not both".into())),
+        (Some(a), Some(b), None) => Ok((a, b)),
         (None, None, Some(p)) => Ok(ogrid_dims(p)),
         (None, None, None) => Ok((160, 60)),
         _ => Err(SimError::Input("give both --ni and --nj, or --points".into())),

@@ -91,6 +91,16 @@ fn spike_fallback_is_reported() {
     let mut h = cn::<f64>(1001, 0.4, TridiagonalSolver::Spike, Some(8));
     h.advance(h.dt()).unwrap();
     assert!(h.report().get("tridiagonal_fallback").is_none(), "{:?}", h.report());
+    // `sim check` plans as the run does, in the run's precision.
+    let dir = scratch("heat_implicit_fallback_check");
+    for (r, truncated) in [("50.0", false), ("0.4", true)] {
+        let solver = format!("heat1d: {{n: 1001, r: {r}, method: crank_nicolson, tridiagonal: spike, partitions: 8}}");
+        write(&dir, "c.yaml", &heat_case("h", &solver, "f64", "{end_step: 1}", ""));
+        let out = String::from_utf8(ok(sim(&dir, &["check", "c.yaml"])).stdout).unwrap();
+        let said = if truncated { "truncated SPIKE on 8 partitions" } else { "SPIKE not truncated: diagonal dominance" };
+        assert!(out.contains(said), "r = {r}: {out}");
+    }
+    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]

@@ -188,8 +188,8 @@ impl SolverSpec for Heat1dParams {
     fn nominal_dt(&self) -> Option<f64> {
         Some(self.setup().dt)
     }
-    fn describe(&self, _: Precision) -> Result<Vec<String>> {
-        Ok(self.setup().describe())
+    fn describe(&self, precision: Precision) -> Result<Vec<String>> {
+        self.setup().describe(precision)
     }
     fn build(&self, precision: Precision, device: &Device) -> Result<Box<dyn Solver>> {
         crate::in_precision!(precision, |T| Heat::<T>::heat1d(self).on(device, self))
@@ -233,8 +233,8 @@ impl SolverSpec for Heat2dParams {
     fn nominal_dt(&self) -> Option<f64> {
         Some(self.setup().dt)
     }
-    fn describe(&self, _: Precision) -> Result<Vec<String>> {
-        Ok(self.setup().describe())
+    fn describe(&self, precision: Precision) -> Result<Vec<String>> {
+        self.setup().describe(precision)
     }
     fn build(&self, precision: Precision, device: &Device) -> Result<Box<dyn Solver>> {
         crate::in_precision!(precision, |T| Heat::<T>::heat2d(self).on(device, self))
@@ -318,8 +318,8 @@ impl Setup {
         Setup { kind, grid, r, r_limit, dt: r * dx * dx / a, exact, method, tridiagonal, partitions: 1 }
     }
 
-    /// Lines for `sim check`.
-    fn describe(&self) -> Vec<String> {
+    /// Lines for `sim check`, the tridiagonal plan as a run in `precision` makes it.
+    fn describe(&self, precision: Precision) -> Result<Vec<String>> {
         let [nx, ny] = self.grid.n;
         let grid = if ny == 1 { format!("{nx} nodes") } else { format!("{nx} x {ny} nodes") };
         let method = match (self.method, self.tridiagonal) {
@@ -329,13 +329,22 @@ impl Setup {
                 "crank_nicolson, unconditionally stable, Thomas".into()
             }
             (Method::CrankNicolson, TridiagonalSolver::Spike) => {
-                format!("crank_nicolson, unconditionally stable, truncated SPIKE on {} partitions", self.partitions)
+                let spike = |f: Option<&str>| match f {
+                    None => format!("truncated SPIKE on {} partitions", self.partitions),
+                    Some(reason) => format!("SPIKE not truncated: {reason}"),
+                };
+                let (r, p, s) = (self.r, self.partitions, TridiagonalSolver::Spike);
+                let plan = match precision {
+                    Precision::F32 => spike(implicit::Factors::along_x(nx, r as f32, s, p)?.fallback()),
+                    Precision::F64 => spike(implicit::Factors::along_x(nx, r, s, p)?.fallback()),
+                };
+                format!("crank_nicolson, unconditionally stable, {plan}")
             }
         };
-        vec![
+        Ok(vec![
             format!("grid: {grid}, dx = {:.6e}", self.grid.spacing[0]),
             format!("dt = {:.6e} (r = {}, {method})", self.dt, self.r),
-        ]
+        ])
     }
 }
 

@@ -188,7 +188,9 @@ impl SolverSpec for Heat1dParams {
     fn nominal_dt(&self) -> Option<f64> {
         Some(self.setup().dt)
     }
+    /// After the memory check: a SPIKE plan is made as the run makes it.
     fn describe(&self, precision: Precision) -> Result<Vec<String>> {
+        crate::solvers::check_memory(self.memory_estimate(precision))?;
         self.setup().describe(precision)
     }
     fn build(&self, precision: Precision, device: &Device) -> Result<Box<dyn Solver>> {
@@ -233,7 +235,9 @@ impl SolverSpec for Heat2dParams {
     fn nominal_dt(&self) -> Option<f64> {
         Some(self.setup().dt)
     }
+    /// After the memory check: a SPIKE plan is made as the run makes it.
     fn describe(&self, precision: Precision) -> Result<Vec<String>> {
+        crate::solvers::check_memory(self.memory_estimate(precision))?;
         self.setup().describe(precision)
     }
     fn build(&self, precision: Precision, device: &Device) -> Result<Box<dyn Solver>> {

@@ -133,17 +133,6 @@ pub fn run_on(opts: &RunOptions, procs: Option<&dyn Processes>) -> Result<serde_
                 solver
                     .restore(step, time, arrays)
                     .map_err(|e| SimError::Input(format!("checkpoint {}: {e}", path.display())))?;
-                // A checkpoint is written only of a state the guard passed.
-                if let Some(nf) = solver.find_non_finite() {
-                    let at: Vec<String> = nf.index.iter().map(|i| i.to_string()).collect();
-                    return input(format!(
-                        "checkpoint {}: non-finite value {} in field {} at node ({}); it is not a state a run wrote",
-                        path.display(),
-                        nf.value,
-                        nf.field,
-                        at.join(", ")
-                    ));
-                }
                 Some(path)
             }
             None => None,

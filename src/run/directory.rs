@@ -108,10 +108,11 @@ impl RunDir {
     /// (and sidecars whose checkpoint is gone) removed, of the names in the manifest only.
     pub fn restart(path: &Path) -> Result<RunDir> {
         not_a_file(path)?;
+        // A manifest that is not sim's is refused before the lock file changes.
         manifest(path)?;
         let dir = Self::open(path)?;
+        let ours = |n: &str| is_run_file(n) && dir.wrote(n);
         for name in entries(path) {
-            let ours = |n: &str| is_run_file(n) && dir.wrote(n);
             let stale = name.strip_suffix(".tmp").is_some_and(ours)
                 || (name.ends_with(".xmf") && ours(&name) && !path.join(&name).with_extension("h5").exists());
             if stale {

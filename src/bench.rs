@@ -95,10 +95,11 @@ pub fn bench(o: &BenchOptions) -> Result<serde_json::Value> {
     o.cpu.validate()?;
     let device = match o.backend {
         Backend::Cuda => {
-            let gpu = Gpu::open()?;
+            let gpu = Gpu::open("--backend cuda", "use --backend cpu or auto")?;
             let name = entry.map_or(o.name.as_str(), |e| e.name);
             let scheme = o.scheme.as_deref().or(entry.and_then(|e| e.schemes.first().copied()));
-            let (opts, _) = crate::tune::resolve(&gpu, &o.gpu, name, scheme, o.precision);
+            let (opts, tuned) = crate::tune::resolve(&gpu, &o.gpu, name, scheme, o.precision)?;
+            tuned.into_iter().for_each(|note| crate::say!("{note}"));
             Device::Cuda(gpu, opts)
         }
         _ => Device::Cpu(o.cpu.clone()),

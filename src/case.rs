@@ -65,6 +65,16 @@ pub enum Backend {
     Auto,
 }
 
+impl Backend {
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Cpu => "cpu",
+            Backend::Cuda => "cuda",
+            Backend::Auto => "auto",
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct TimeControl {
@@ -201,7 +211,7 @@ impl Case {
         let plain = self.name.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c));
         if self.name.is_empty() || !plain || self.name.starts_with('.') || self.name.len() > MAX_NAME {
             return input(format!(
-                "name: {} must be 1 to {MAX_NAME} letters, digits, '_', '-' or '.', not starting with '.'",
+                "name: {} must be 1 to {MAX_NAME} ASCII letters, digits, '_', '-' or '.', not starting with '.'",
                 crate::error::quote(&self.name)
             ));
         }

@@ -510,26 +510,31 @@ pub struct Gpu {
 }
 
 impl Gpu {
-    /// Open device 0, or say precisely what is missing (exit code 2).
-    pub fn open() -> Result<Arc<Gpu>> {
-        Self::open_ordinal(0)
+    /// Open device 0, or say precisely what is missing (exit code 2); `context` starts the
+    /// message and `hint` ends it: what asked for the device and what to do instead.
+    pub fn open(context: &str, hint: &str) -> Result<Arc<Gpu>> {
+        Self::open_ordinal(0).map_err(|why| SimError::Input(format!("{context}: {why}; {hint}")))
+    }
+
+    /// Whether device 0 opens (what `auto` asks).
+    pub fn available() -> bool {
+        Self::open_ordinal(0).is_ok()
     }
 
     /// Open the device of the `local`-th process on this machine (of an MPI run): device
-    /// `local` modulo the number of devices.
-    pub fn open_local(local: usize) -> Result<Arc<Gpu>> {
+    /// `local` modulo the number of devices. Otherwise what is missing.
+    pub fn open_local(local: usize) -> std::result::Result<Arc<Gpu>, String> {
         let count = guarded("driver", || CudaContext::device_count().map_err(|e| format!("{e:?}"))).unwrap_or(1);
         Self::open_ordinal(local % count.max(1) as usize)
     }
 
-    /// Open device `ordinal`, or say precisely what is missing (exit code 2).
-    fn open_ordinal(ordinal: usize) -> Result<Arc<Gpu>> {
-        let bad = |why: String| SimError::Input(format!("backend cuda: {why}; use backend: cpu or auto"));
+    /// Open device `ordinal`, or say precisely what is missing.
+    fn open_ordinal(ordinal: usize) -> std::result::Result<Arc<Gpu>, String> {
         if !driver_library_present() {
-            return Err(bad("no CUDA driver library (libcuda.so.1) found".into()));
+            return Err("no CUDA driver library (libcuda.so.1) found".into());
         }
         if nvrtc_version().is_none() {
-            return Err(bad("NVRTC (libnvrtc.so) not found; it ships with the CUDA toolkit".into()));
+            return Err("NVRTC (libnvrtc.so) not found; it ships with the CUDA toolkit".into());
         }
         guarded("driver", || {
             let ctx = CudaContext::new(ordinal).map_err(|e| format!("no usable device {ordinal} ({e:?})"))?;
@@ -549,7 +554,6 @@ impl Gpu {
             })
         })
         .map(Arc::new)
-        .map_err(bad)
     }
 
     pub fn arch(&self) -> String {
@@ -619,26 +623,24 @@ impl Gpu {
         let src = source(name).ok_or_else(|| SimError::Run(format!("no kernel file {name}")))?;
         let options = nvrtc_options(precision, &self.arch(), fast_math);
         let cached = cache_path(&src, &options);
-        let cubin = match cached.as_ref().and_then(|p| std::fs::read(p).ok()) {
-            Some(bytes) => bytes,
-            None => {
-                let bytes = compile_cubin(&src, &options)
-                    .map_err(|e| SimError::Run(format!("compiling kernels/{name}.cu: {e}")))?;
-                if let Some(p) = &cached {
-                    // A failed cache write only costs a recompilation next time. The temporary
-                    // file is per process: processes compiling the same file at once (parallel
-                    // tests) would otherwise write into one another's file before the rename.
-                    let tmp = p.with_extension(format!("cubin.{}.tmp", std::process::id()));
-                    let _ = std::fs::create_dir_all(p.parent().unwrap_or(p))
-                        .and_then(|_| std::fs::write(&tmp, &bytes))
-                        .and_then(|_| std::fs::rename(&tmp, p));
-                }
-                bytes
-            }
-        };
-        self.ctx
-            .load_module(cudarc::nvrtc::Ptx::from_binary(cubin))
-            .map_err(|e| SimError::Run(format!("loading kernels/{name}.cu on {}: {e:?}", self.name)))
+        let load = |cubin: Vec<u8>| self.ctx.load_module(cudarc::nvrtc::Ptx::from_binary(cubin));
+        // A cached cubin the driver does not take (damaged, truncated) is compiled again and
+        // replaced.
+        if let Some(module) = cached.as_ref().and_then(|p| std::fs::read(p).ok()).and_then(|b| load(b).ok()) {
+            return Ok(module);
+        }
+        let bytes =
+            compile_cubin(&src, &options).map_err(|e| SimError::Run(format!("compiling kernels/{name}.cu: {e}")))?;
+        if let Some(p) = &cached {
+            // A failed cache write only costs a recompilation next time. The temporary file is
+            // per process: processes compiling the same file at once (parallel tests) would
+            // otherwise write into one another's file before the rename.
+            let tmp = p.with_extension(format!("cubin.{}.tmp", std::process::id()));
+            let _ = std::fs::create_dir_all(p.parent().unwrap_or(p))
+                .and_then(|_| std::fs::write(&tmp, &bytes))
+                .and_then(|_| std::fs::rename(&tmp, p));
+        }
+        load(bytes).map_err(|e| SimError::Run(format!("loading kernels/{name}.cu on {}: {e:?}", self.name)))
     }
 }
 

@@ -58,6 +58,16 @@ impl fmt::Display for SimError {
 
 impl std::error::Error for SimError {}
 
+/// `eprintln!` that ignores a failed write: a reader of stderr that went away (`sim run CASE
+/// 2>&1 | head`) must not stop a run with a panic.
+#[macro_export]
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 /// Shorthand for a bad-input error.
 pub fn input<T>(msg: impl Into<String>) -> Result<T> {
     Err(SimError::Input(msg.into()))

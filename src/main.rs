@@ -129,21 +129,21 @@ enum Command {
         rounds: u64,
         #[arg(long, value_enum, default_value_t = Backend::Cpu)]
         backend: Backend,
-        /// CUDA kernel variant.
-        #[arg(long, value_enum, default_value_t = Variant::L2)]
-        variant: Variant,
-        /// lskum on CUDA: the flux residual as one kernel (fused) or four (split).
-        #[arg(long, value_enum, default_value_t = sim::cuda::Flux::Fused)]
-        flux: sim::cuda::Flux,
+        /// CUDA kernel variant [default: l2].
+        #[arg(long, value_enum)]
+        variant: Option<Variant>,
+        /// lskum on CUDA: the flux residual as one kernel (fused) or four (split) [default: fused].
+        #[arg(long, value_enum)]
+        flux: Option<sim::cuda::Flux>,
         /// CUDA block shape BX,BY (default: the one `sim tune` found best, else 512,1).
         #[arg(long, value_delimiter = ',')]
         block: Option<Vec<u32>>,
         /// Print the figures as JSON.
         #[arg(long)]
         json: bool,
-        /// Steps per sweep of the temporally blocked stencils: auto, off or a number.
-        #[arg(long, default_value = "auto")]
-        temporal_block: sim::cpu::TemporalBlock,
+        /// CPU: steps per sweep of the temporally blocked stencils: auto, off or a number [default: auto].
+        #[arg(long)]
+        temporal_block: Option<sim::cpu::TemporalBlock>,
         /// tridiag: systems per solve (thomas; default: as many as --size).
         #[arg(long)]
         batch: Option<usize>,
@@ -198,7 +198,7 @@ fn main() -> ExitCode {
     #[cfg(not(feature = "mpi"))]
     if let Some(n) = std::env::var("OMPI_COMM_WORLD_SIZE").ok().filter(|n| n != "1") {
         // Each process would run the whole case into the same directory.
-        eprintln!("error: started by mpirun with {n} processes, but this sim was built without the mpi feature \
+        sim::say!("error: started by mpirun with {n} processes, but this sim was built without the mpi feature \
                    (cargo build --release --features mpi)");
         return ExitCode::from(2);
     }
@@ -220,23 +220,23 @@ fn main() -> ExitCode {
             let rank0 = procs.is_none_or(|p| p.rank() == 0);
             run::run_on(&opts, procs).map(|summary| {
                 if !opts.quiet && rank0 {
-                    println!("{}", run::summary_text(&summary));
+                    print_out(&format!("{}\n", run::summary_text(&summary)));
                 }
             })
         }
         Command::Check { case, precision, steps } => {
             let opts = RunOptions { case: Some(case), precision, steps, ..Default::default() };
-            run::check(&opts).map(|s| print!("{s}"))
+            run::check(&opts).map(|s| print_out(&s))
         }
         Command::Tune { case, precision, seconds, blocks, variant } => {
             let blocks = blocks.as_deref().map(sim::tune::parse_blocks).transpose();
             blocks.and_then(|blocks| {
                 let o = sim::tune::TuneOptions { case, precision, seconds, blocks, variant };
-                sim::tune::tune(&o).map(|t| print!("{t}"))
+                sim::tune::tune(&o).map(|t| print_out(&t))
             })
         }
         Command::Info => {
-            print!("{}", sim::info::report());
+            print_out(&sim::info::report());
             Ok(())
         }
         Command::Mesh { body, kind, points, ni, nj, radius, first_spacing, thickness, closure, format, out } => {
@@ -246,7 +246,7 @@ fn main() -> ExitCode {
                 let o = sim::mesh::MeshOptions {
                     kind, points, ni, nj, radius, first_spacing, thickness, closure, format, out,
                 };
-                sim::mesh::generate(&o).map(|s| print!("{s}"))
+                sim::mesh::generate(&o).map(|s| print_out(&s))
             }
         }
         Command::Bench {
@@ -273,27 +273,43 @@ fn main() -> ExitCode {
             rounds,
         } => {
             let backend = match backend {
-                Backend::Auto if sim::cuda::Gpu::open().is_ok() => Backend::Cuda,
+                Backend::Auto if sim::cuda::Gpu::available() => Backend::Cuda,
                 Backend::Auto => Backend::Cpu,
                 b => b,
             };
-            match block.as_deref() {
-                None | Some([_, _]) => {
+            // Options of the other back end would be ignored.
+            let for_cuda: Vec<&str> = [(variant.is_some(), "--variant"), (flux.is_some(), "--flux"), (block.is_some(), "--block")]
+                .into_iter()
+                .filter_map(|(given, name)| given.then_some(name))
+                .collect();
+            let other_back_end = match backend {
+                Backend::Cpu if !for_cuda.is_empty() => {
+                    Some(format!("{} set up the CUDA kernels; this bench runs on the CPU (--backend cuda)", for_cuda.join(", ")))
+                }
+                Backend::Cuda if temporal_block.is_some() => {
+                    Some("--temporal-block sets up the CPU kernels; this bench runs on CUDA (--backend cpu)".into())
+                }
+                _ => None,
+            };
+            match (other_back_end, block.as_deref()) {
+                (Some(why), _) => Err(sim::SimError::Input(why)),
+                (None, None | Some([_, _])) => {
+                    let (variant, flux) = (variant.unwrap_or_default(), flux.unwrap_or_default());
                     let gpu = GpuOptions { variant, block: block.map(|b| [b[0], b[1]]), fast_math, flux };
-                    let cpu = sim::cpu::CpuOptions { temporal_block, math, subnormals };
+                    let cpu = sim::cpu::CpuOptions { temporal_block: temporal_block.unwrap_or_default(), math, subnormals };
                     let o = BenchOptions {
                         backend, gpu, cpu, name, size, scheme, precision, threads, seconds, batch, solver, cpu_share, renumber,
                         power, rounds: rounds as usize,
                     };
                     bench::bench(&o).map(|v| {
                         if json {
-                            println!("{}", serde_json::to_string_pretty(&v).expect("json"));
+                            print_out(&format!("{}\n", serde_json::to_string_pretty(&v).expect("json")));
                         } else {
-                            print!("{}", bench::text(&v));
+                            print_out(&bench::text(&v));
                         }
                     })
                 }
-                Some(b) => Err(sim::SimError::Input(format!("--block {b:?}: give two numbers, BX,BY (e.g. 512,1)"))),
+                (None, Some(b)) => Err(sim::SimError::Input(format!("--block {b:?}: give two numbers, BX,BY (e.g. 512,1)"))),
             }
         }
     };
@@ -301,11 +317,21 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         // Another rank reported it.
         Err(sim::SimError::Quiet(code)) => ExitCode::from(code as u8),
+        // A stop the user asked for, not an error.
+        Err(e @ sim::SimError::Interrupted(..)) => {
+            sim::say!("{e}");
+            ExitCode::from(e.exit_code() as u8)
+        }
         Err(e) => {
-            eprintln!("error: {e}");
+            sim::say!("error: {e}");
             ExitCode::from(e.exit_code() as u8)
         }
     }
+}
+
+/// Print to stdout; a reader that went away (`sim info | head -1`) is no error.
+fn print_out(text: &str) {
+    let _ = std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes());
 }
 
 /// The options of `sim run` (None for the other commands).

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::case::Case;
-use crate::cuda::{Gpu, GpuOptions, Variant};
+use crate::cuda::{Flux, Gpu, GpuOptions, Variant};
 use crate::error::{Result, SimError, input};
 use crate::real::Precision;
 use crate::solvers::Device;
@@ -44,10 +44,12 @@ pub fn cache_file() -> Option<PathBuf> {
     crate::cuda::cache_dir().map(|d| d.join("tuned_blocks.json"))
 }
 
-/// What a tuned shape holds for: device, solver (and scheme), precision and variant.
-pub fn key(gpu: &Gpu, solver: &str, scheme: Option<&str>, precision: Precision, variant: Variant) -> String {
+/// What a tuned shape holds for: device, solver (and scheme or method), precision, variant,
+/// and for lskum's split flux the flux (its kernels take other shapes than the fused one's).
+pub fn key(gpu: &Gpu, solver: &str, scheme: Option<&str>, precision: Precision, opts: &GpuOptions) -> String {
     let solver = scheme.map_or(solver.to_string(), |s| format!("{solver} {s}"));
-    format!("{} | {solver} | {} | {}", gpu.name, precision.name(), variant.name())
+    let flux = if opts.flux == Flux::Split { " split" } else { "" };
+    format!("{} | {solver} | {} | {}{flux}", gpu.name, precision.name(), opts.variant.name())
 }
 
 fn read(path: &Path) -> BTreeMap<String, [u32; 2]> {
@@ -55,15 +57,27 @@ fn read(path: &Path) -> BTreeMap<String, [u32; 2]> {
     std::fs::read(path).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default()
 }
 
-/// `opts` with the tuned block shape where it sets none, and a note saying so.
-pub fn resolve(gpu: &Gpu, opts: &GpuOptions, solver: &str, scheme: Option<&str>, precision: Precision) -> (GpuOptions, Option<String>) {
-    let Some(file) = cache_file().filter(|_| opts.block.is_none()) else { return (opts.clone(), None) };
-    match read(&file).get(&key(gpu, solver, scheme, precision, opts.variant)) {
+/// `opts` with the tuned block shape where it sets none, and a note saying so. A stored shape
+/// that no kernel could take is an error naming the file.
+pub fn resolve(
+    gpu: &Gpu,
+    opts: &GpuOptions,
+    solver: &str,
+    scheme: Option<&str>,
+    precision: Precision,
+) -> Result<(GpuOptions, Option<String>)> {
+    let Some(file) = cache_file().filter(|_| opts.block.is_none()) else { return Ok((opts.clone(), None)) };
+    let key = key(gpu, solver, scheme, precision, opts);
+    match read(&file).get(&key) {
         Some(&block) => {
+            let tuned = GpuOptions { block: Some(block), ..opts.clone() };
+            tuned.validate().and_then(|()| gpu.check_block(block)).map_err(|e| {
+                SimError::Input(format!("{}: entry {key:?}: {e}; run sim tune again or remove the entry", file.display()))
+            })?;
             let note = format!("gpu.block: {block:?}, the fastest `sim tune` found on {} ({})", gpu.name, file.display());
-            (GpuOptions { block: Some(block), ..opts.clone() }, Some(note))
+            Ok((tuned, Some(note)))
         }
-        None => (opts.clone(), None),
+        None => Ok((opts.clone(), None)),
     }
 }
 
@@ -79,7 +93,7 @@ pub fn tune(o: &TuneOptions) -> Result<String> {
         return input(format!("sim tune: solver {kind} has no CUDA kernels"));
     }
     let precision = o.precision.unwrap_or(case.precision);
-    let gpu = Gpu::open()?;
+    let gpu = Gpu::open("sim tune needs a CUDA device", "it times CUDA block shapes only")?;
     let scheme = spec.scheme_name();
     let blocks = o.blocks.clone().unwrap_or_else(candidates);
     let variants = o.variant.map_or(vec![Variant::L2, Variant::Shared], |v| vec![v]);
@@ -117,18 +131,20 @@ pub fn tune(o: &TuneOptions) -> Result<String> {
         }
     }
     if best.is_empty() {
-        return input("sim tune: no block shape could be launched");
+        return input(format!("sim tune: no block shape could be launched:\n{}", text.trim_end()));
     }
-    let file = cache_file().ok_or_else(|| SimError::Input("sim tune: no cache folder (set SIM_CACHE_DIR or HOME)".into()))?;
+    // The table stays in a refusal: the timings are not lost with the file.
+    let not_kept = |text: &str, why: String| SimError::Input(format!("{text}sim tune: the result is not kept: {why}"));
+    let file = cache_file().ok_or_else(|| not_kept(&text, "no cache folder (set SIM_CACHE_DIR or HOME)".into()))?;
     let mut tuned = read(&file);
     for &(variant, block, mcells) in &best {
-        tuned.insert(key(&gpu, kind, scheme, precision, variant), block);
+        tuned.insert(key(&gpu, kind, scheme, precision, &GpuOptions { variant, ..case.gpu.clone() }), block);
         text += &format!("fastest {}: {block:?} ({mcells:.1} Mcells/s)\n", variant.name());
     }
-    std::fs::create_dir_all(file.parent().unwrap_or(Path::new(".")))
-        .map_err(|e| SimError::Input(format!("{}: {e}", file.display())))?;
+    let folder = file.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(folder).map_err(|e| not_kept(&text, format!("cache folder {}: {e}", folder.display())))?;
     let json = serde_json::to_vec_pretty(&tuned).expect("a map of strings to pairs serialises");
-    crate::io::write_atomic(&file, &json)?;
+    crate::io::write_atomic(&file, &json).map_err(|e| not_kept(&text, e.to_string()))?;
     text += &format!("kept in {} for runs that set no gpu.block\n", file.display());
     Ok(text)
 }

@@ -18,7 +18,7 @@ fn with_run(test: &str) -> std::path::PathBuf {
     dir
 }
 
-fn expect_input_error(dir: &Path, args: &[&str], needles: &[&str]) {
+fn expect_input_error(dir: &Path, args: &[&str], needles: &[&str]) -> String {
     let before = snapshot(&dir.join("out/h"));
     let o = sim(dir, args);
     let err = stderr(&o);
@@ -30,6 +30,7 @@ fn expect_input_error(dir: &Path, args: &[&str], needles: &[&str]) {
     // Case-file snippets are headed by the file's name, and no message suggests parser options.
     assert!(!err.contains("<input>") && !err.contains("Policy"), "{err}");
     assert_eq!(before, snapshot(&dir.join("out/h")), "args {args:?} changed the run directory");
+    err
 }
 
 #[test]
@@ -105,6 +106,10 @@ fn cuda_without_a_gpu_is_a_clear_error() {
     let auto = write(&dir, "auto.yaml", &format!("{GOOD}backend: auto\n"));
     let o = ok(sim(&dir, &["check", auto.to_str().unwrap()]));
     assert!(String::from_utf8_lossy(&o.stdout).contains("backend auto: using the CPU"));
+    // Commands other than a run suggest their own way out, not a case key.
+    let tune = expect_input_error(&dir, &["tune", "good.yaml"], &["sim tune needs a CUDA device"]);
+    assert!(!tune.contains("backend:"), "{tune}");
+    expect_input_error(&dir, &["bench", "heat2d", "--backend", "cuda"], &["--backend cuda", "use --backend cpu"]);
     std::fs::remove_dir_all(dir).unwrap();
 }
 
@@ -276,7 +281,8 @@ fn read_only_run_directory_is_refused() {
     }
     std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o555)).unwrap();
     let before = snapshot(&out);
-    for args in [&["run", "--restart", "out/h/checkpoint_00000010.h5"][..], &["run", "good.yaml", "--overwrite"]] {
+    // (--overwrite: the restart would replace the later checkpoint of step 20.)
+    for args in [&["run", "--restart", "out/h/checkpoint_00000010.h5", "--overwrite"][..], &["run", "good.yaml", "--overwrite"]] {
         let mut c = std::process::Command::new(&program);
         c.current_dir(&dir).args(args);
         if let Some(id) = nobody {
@@ -321,7 +327,7 @@ fn ctrl_c_checkpoints_and_the_run_can_continue() {
     let case = "name: h\nsolver:\n  heat2d: {n: 257, r: 0.2}\ntime: {end_step: 100000000}\n";
     write(&dir, "long.yaml", case);
     // Once the run has started stepping (initial output written).
-    let run = Background::start(&dir, "long.yaml", |d| d.join("out/h/history.csv").exists());
+    let run = Background::start(&dir, &["long.yaml"], |d| d.join("out/h/history.csv").exists());
     let o = run.signal("-INT");
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(130), "{err}");
@@ -381,8 +387,11 @@ fn check_info_and_bench_report() {
     for bad in ["0", "nan", "1e300"] {
         exit2(&sim(&dir, &["bench", "heat2d", "--size", "32", "--seconds", bad]), &["--seconds"]);
     }
-    // Block shapes as BX,BY; anything else is a usage error.
-    ok(sim(&dir, &["bench", "cavity", "--size", "32", "--seconds", "0.01", "--block", "64,8"]));
+    // The CUDA kernels' options on the CPU are refused, not ignored; block shapes are BX,BY.
+    for args in [&["--block", "64,8"][..], &["--variant", "shared"], &["--flux", "split"]] {
+        let o = sim(&dir, &[&["bench", "cavity", "--size", "32", "--seconds", "0.01"][..], args].concat());
+        exit2(&o, &[args[0], "CUDA", "runs on the CPU"]);
+    }
     for bad in ["512", "1,2,3", "0,1"] {
         let o = sim(&dir, &["bench", "heat2d", "--size", "32", "--seconds", "0.01", "--block", bad]);
         assert_eq!(o.status.code(), Some(2), "--block {bad}: {}", stderr(&o));
@@ -487,5 +496,23 @@ fn bench_tridiag_reports_both_layouts_and_spike() {
         exit2(&o, &[needle]);
     }
     exit2(&sim(&dir, &["bench", "heat2d", "--solver", "spike"]), &["--solver"]);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// A reader of the output that went away (`sim info | head -1`) ends nothing in a panic: the
+/// command's own exit code stands.
+#[test]
+fn a_closed_output_pipe_is_no_panic() {
+    let dir = with_run("pipe");
+    let closed = || {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        writer
+    };
+    for (args, code) in [(&["check", "good.yaml"][..], 0), (&["info"][..], 0), (&["run", "missing.yaml"][..], 2)] {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_sim"));
+        let status = c.current_dir(&dir).args(args).stdout(closed()).stderr(closed()).status().unwrap();
+        assert_eq!(status.code(), Some(code), "{args:?}");
+    }
     std::fs::remove_dir_all(dir).unwrap();
 }

@@ -79,6 +79,8 @@ fn assert_implicit_parity(gpu: &std::sync::Arc<Gpu>, solver: &str, steps: usize,
         assert_eq!(cpu.report(), report, "{what}");
         assert_eq!(report.contains_key("tridiagonal_fallback"), fallback, "{what}: {report:?}");
         assert!(dev.backend().starts_with("cuda") && dev.backend().contains(report["method"].as_str().unwrap()), "{what}");
+        // The back end names the solver that runs.
+        assert_eq!(dev.backend().contains("fell back"), fallback, "{what}");
     }
 }
 
@@ -179,6 +181,30 @@ fn runs_and_checkpoints_move_between_back_ends() {
         let vti = |d: &str| std::fs::read(dir.join(d).join("h_00000010.vti")).unwrap();
         assert!(vti("cpu") == vti("gpu"), "{solver}: output at step 10 differs");
     }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// A damaged kernel cache file is compiled again and replaced, not a failed run.
+#[test]
+fn a_damaged_cached_cubin_is_compiled_again() {
+    let Some(_) = cuda() else { return };
+    let dir = scratch("gpu_cache");
+    let cache = dir.join("cache");
+    write(&dir, "case.yaml", "name: h\nsolver:\n  heat1d: {n: 65, r: 0.4}\ntime: {end_step: 5}\nbackend: cuda\n");
+    let run = |out: &str| {
+        let args = ["run", "case.yaml", "--quiet", "--out", out];
+        ok(common::emulation::sim_cuda_command(&dir, &args).env("SIM_CACHE_DIR", &cache).output().unwrap())
+    };
+    run("a");
+    let cubins: Vec<_> = std::fs::read_dir(&cache).unwrap().flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "cubin")).collect();
+    assert!(!cubins.is_empty());
+    let sizes: Vec<u64> = cubins.iter().map(|p| std::fs::metadata(p).unwrap().len()).collect();
+    for p in &cubins {
+        std::fs::write(p, b"not a cubin").unwrap();
+    }
+    run("b");
+    assert_eq!(cubins.iter().map(|p| std::fs::metadata(p).unwrap().len()).collect::<Vec<_>>(), sizes);
+    assert_eq!(last_checkpoint(&dir, "a").1, last_checkpoint(&dir, "b").1);
     std::fs::remove_dir_all(dir).unwrap();
 }
 
@@ -334,6 +360,23 @@ fn block_shapes_are_validated() {
     let o = sim(&dir, &["check", "v.yaml"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("gpu.variant"), "{}", stderr(&o));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// `sim check` of a run on a device names the device and leaves out the CPU's plans.
+#[test]
+fn check_on_a_device_leaves_out_the_cpu_plans() {
+    let Some(_) = cuda() else { return };
+    let dir = scratch("gpu_check");
+    let text = "name: h\nsolver:\n  heat1d: {n: 65, r: 0.4}\nprecision: f32\ntime: {end_step: 200}\ncpu: {subnormals: flush}\n";
+    write(&dir, "cpu.yaml", text);
+    let said = String::from_utf8(ok(sim(&dir, &["check", "cpu.yaml"])).stdout).unwrap();
+    assert!(said.contains("temporal blocking") && said.contains("subnormals: flushed"), "{said}");
+    write(&dir, "cuda.yaml", &format!("{text}backend: cuda\n"));
+    let o = ok(common::emulation::sim_cuda_command(&dir, &["check", "cuda.yaml"]).output().unwrap());
+    let said = String::from_utf8(o.stdout).unwrap();
+    assert!(said.contains("backend cuda: CUDA device"), "{said}");
+    assert!(!said.contains("temporal blocking") && !said.contains("subnormals"), "{said}");
     std::fs::remove_dir_all(dir).unwrap();
 }
 

@@ -259,5 +259,14 @@ fn tune_keeps_the_fastest_block_for_runs_that_set_none() {
     write(&dir, "case.yaml", &case("gpu: {variant: shared, block: [8, 4]}\n"));
     sim(&["run", "case.yaml", "--backend", "cuda", "--quiet", "--overwrite", "--out", "own"]);
     assert!(summary("own")["backend"].as_str().unwrap().contains("shared 8x4"), "{}", summary("own"));
+    // A stored shape no kernel takes (the file edited by hand) is refused, naming the file.
+    let l2 = tuned.keys().find(|k| k.ends_with("| l2")).expect("l2").clone();
+    std::fs::write(cache.join("tuned_blocks.json"), format!("{{{l2:?}: [0, 5]}}")).unwrap();
+    write(&dir, "case.yaml", &case(""));
+    let o = common::emulation::sim_cuda_command(&dir, &["run", "case.yaml", "--backend", "cuda", "--overwrite", "--out", "bad"])
+        .env("SIM_CACHE_DIR", &cache)
+        .output()
+        .unwrap();
+    exit2(&o, &["tuned_blocks.json", "[0, 5]", "sim tune again"]);
     std::fs::remove_dir_all(dir).unwrap();
 }

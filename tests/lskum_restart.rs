@@ -274,27 +274,46 @@ fn restart_needs_neither_the_cloud_file_nor_the_working_directory() {
     let _ = std::fs::remove_dir_all(d);
 }
 
-/// A damaged cloud in a checkpoint is an input error naming the dataset, not a panic.
+/// A damaged cloud in a checkpoint is an input error naming the dataset or the point, not a
+/// panic: the checks of a cloud file hold for the stored cloud too.
 #[test]
 fn a_damaged_stored_cloud_is_an_input_error() {
     use sim::real::Values;
     let d = tmp("badstored");
     let case = case_file(&d, &format!("{ROOT}/meshes/naca0012_9600_legacy.txt"), "legacy");
     run(&RunOptions { case: Some(case), out: Some(d.join("a")), quiet: true, ..Default::default() }).unwrap();
-    let (mut meta, mut arrays) = checkpoint::read(&d.join("a/checkpoint_00000006.h5")).unwrap();
+    let (mut meta, good) = checkpoint::read(&d.join("a/checkpoint_00000006.h5")).unwrap();
     meta.step = 3;
-    let conn = arrays.iter_mut().find(|a| a.name == "cloud_conn").unwrap();
-    if let Values::F64(v) = &mut conn.values {
-        v[10] = 1e9;
+    let values = |arrays: &[sim::solver::StateArray], name: &str| arrays.iter().find(|a| a.name == name).unwrap().values.to_f64();
+    // Point 6's first neighbour, as an index into cloud_conn.
+    let first_link = values(&good, "cloud_conn_start")[5] as usize;
+    let (x0, y0) = (values(&good, "cloud_x")[0], values(&good, "cloud_y")[0]);
+    // The values set (dataset, index, value) and what the message names.
+    type Set<'a> = &'a [(&'a str, usize, f64)];
+    let damages: [(Set, &str); 5] = [
+        (&[("cloud_conn", 10, 1e9)], "cloud_conn"),
+        (&[("cloud_conn", first_link, 5.0)], "point 6: lists itself as a neighbour"),
+        (&[("cloud_min_dist", 7, -1.0)], "point 8: min_dist -1 must be positive"),
+        (&[("cloud_nx", 0, 2.0)], "point 1: normal (2,"),
+        (&[("cloud_x", 1, x0), ("cloud_y", 1, y0)], "point 2: same coordinates"),
+    ];
+    for (k, (set, needle)) in damages.into_iter().enumerate() {
+        let mut arrays = good.clone();
+        for &(name, at, value) in set {
+            let a = arrays.iter_mut().find(|a| a.name == name).unwrap();
+            if let Values::F64(v) = &mut a.values {
+                v[at] = value;
+            }
+        }
+        let mesh = sim::solver::Mesh::Points(vec![[0.0, 0.0]]);
+        let bad = d.join(format!("bad{k}/checkpoint_00000003.h5"));
+        std::fs::create_dir_all(bad.parent().unwrap()).unwrap();
+        checkpoint::write(&bad, &meta, &arrays, &mesh).unwrap();
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_sim")).args(["run", "--restart"]).arg(&bad).arg("--quiet").output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{set:?}: {err}");
+        assert!(err.contains(needle) && err.contains("checkpoint_00000003.h5"), "{set:?}: {err}");
     }
-    let mesh = sim::solver::Mesh::Points(vec![[0.0, 0.0]]);
-    let bad = d.join("bad/checkpoint_00000003.h5");
-    std::fs::create_dir_all(bad.parent().unwrap()).unwrap();
-    checkpoint::write(&bad, &meta, &arrays, &mesh).unwrap();
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_sim")).args(["run", "--restart"]).arg(&bad).arg("--quiet").output().unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("cloud_conn") && err.contains("checkpoint_00000003.h5"), "{err}");
     let _ = std::fs::remove_dir_all(d);
 }
 

@@ -98,7 +98,7 @@ fn an_interrupted_run_writes_its_final_frame() {
     let dir = scratch("output_interrupt");
     let case = "name: h\nsolver:\n  heat2d: {n: 129, r: 0.2}\ntime: {end_step: 100000000}\noutput: {every_steps: 100000}\n";
     write(&dir, "long.yaml", case);
-    let run = Background::start(&dir, "long.yaml", |d| d.join("out/h/history.csv").exists());
+    let run = Background::start(&dir, &["long.yaml"], |d| d.join("out/h/history.csv").exists());
     let o = run.signal("-INT");
     assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
     let (step, _) = sim::io::checkpoint::list(&dir.join("out/h")).pop().expect("checkpoint written");

@@ -55,10 +55,77 @@ fn overwrite_removes_only_what_earlier_runs_wrote() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// A restart from an older checkpoint in its run's directory continues the run from there:
+/// the later checkpoints would be lost, so they need --overwrite, and the later frames go.
+#[test]
+fn a_restart_from_an_older_checkpoint_replaces_what_came_after_it() {
+    let dir = scratch("rel_rewind");
+    write(&dir, "c.yaml", &format!("{GOOD}output: {{every_steps: 4}}\ncheckpoint: {{every_steps: 5, keep: 10}}\n"));
+    ok(sim(&dir, &["run", "c.yaml", "--quiet"]));
+    let out = dir.join("out/h");
+    let files = |d: &std::path::Path| snapshot(d).into_iter().filter(|(n, _)| n != ".sim-lock").collect::<Vec<_>>();
+    let before = files(&out);
+    let from = ["run", "--restart", "out/h/checkpoint_00000005.h5", "--quiet", "--steps", "2"];
+    exit2(&sim(&dir, &from), &["checkpoints after step 5", "checkpoint_00000010.h5 and 2 more", "--overwrite", "--out"]);
+    assert_eq!(files(&out), before, "a refused restart changes nothing");
+    ok(sim(&dir, &[&from[..], &["--overwrite"]].concat()));
+    // Nothing after step 7 is left, so the newest checkpoint is this run's.
+    let names: Vec<String> = files(&out).into_iter().map(|(n, _)| n).collect();
+    for n in ["h_00000008.vti", "h_00000020.vti", "checkpoint_00000010.h5", "checkpoint_00000020.xmf"] {
+        assert!(!names.contains(&n.to_string()), "{n}: {names:?}");
+    }
+    for n in ["h_00000004.vti", "checkpoint_00000005.h5", "checkpoint_00000007.h5"] {
+        assert!(names.contains(&n.to_string()), "{n}: {names:?}");
+    }
+    assert_eq!(sim::io::checkpoint::list(&out).pop().unwrap().0, 7);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// A checkpoint copied into a folder of the user's continues there, but not over the user's
+/// files that a run writes.
+#[test]
+fn a_restart_in_a_folder_sim_did_not_make_keeps_the_users_files() {
+    let dir = scratch("rel_copied");
+    write(&dir, "c.yaml", GOOD);
+    ok(sim(&dir, &["run", "c.yaml", "--quiet", "--steps", "10"]));
+    let mine = dir.join("mine");
+    std::fs::create_dir_all(&mine).unwrap();
+    std::fs::copy(dir.join("out/h/checkpoint_00000010.h5"), mine.join("checkpoint_00000010.h5")).unwrap();
+    for f in ["history.csv", "summary.json", "h.pvd"] {
+        write(&mine, f, "the user's\n");
+        let before = snapshot(&mine);
+        exit2(&sim(&dir, &["run", "--restart", "mine/checkpoint_00000010.h5", "--quiet"]), &[f, "did not write"]);
+        assert_eq!(snapshot(&mine), before, "{f}: a refused restart changes nothing");
+        std::fs::remove_file(mine.join(f)).unwrap();
+    }
+    // A frame of the user's before the restart step is not one the run writes again.
+    write(&mine, "h_00000004.vti", "the user's\n");
+    ok(sim(&dir, &["run", "--restart", "mine/checkpoint_00000010.h5", "--quiet"]));
+    assert_eq!(std::fs::read_to_string(mine.join("h_00000004.vti")).unwrap(), "the user's\n");
+    assert!(mine.join("checkpoint_00000020.h5").exists() && mine.join("checkpoint_00000010.h5").exists());
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// What a kill -9 leaves of a file sim was writing is sim's to remove on --overwrite.
+#[test]
+fn overwrite_removes_the_temporary_files_of_a_killed_run() {
+    let dir = scratch("rel_killed");
+    write(&dir, "c.yaml", GOOD);
+    ok(sim(&dir, &["run", "c.yaml", "--quiet", "--steps", "10"]));
+    let out = dir.join("out/h");
+    for f in ["h_00000010.vti.tmp", "checkpoint_00000010.h5.tmp"] {
+        write(&out, f, "partial");
+    }
+    ok(sim(&dir, &["run", "c.yaml", "--quiet", "--overwrite"]));
+    let names: Vec<String> = snapshot(&out).into_iter().map(|(n, _)| n).collect();
+    assert!(!names.iter().any(|n| n.ends_with(".tmp")), "{names:?}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 /// A long heat run in the background, once it has written a checkpoint.
 fn start_long_run(dir: &std::path::Path) -> Background {
     write(dir, "long.yaml", "name: h\nsolver:\n  heat2d: {n: 257, r: 0.2}\ntime: {end_step: 100000000}\nguard: {check_every: 10}\ncheckpoint: {every_steps: 500, keep: 1000}\n");
-    Background::start(dir, "long.yaml", |d| !sim::io::checkpoint::list(&d.join("out/h")).is_empty())
+    Background::start(dir, &["long.yaml", "--backend", "cpu"], |d| !sim::io::checkpoint::list(&d.join("out/h")).is_empty())
 }
 
 #[test]
@@ -76,7 +143,8 @@ fn a_second_process_is_kept_out_and_sigterm_checkpoints() {
     let o = child.signal("-TERM");
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(143), "{err}");
-    assert!(err.contains("interrupted by SIGTERM") && err.contains("--restart"), "{err}");
+    // The command that continues the run repeats --backend, which the checkpoint does not hold.
+    assert!(err.contains("interrupted by SIGTERM") && err.contains("--restart") && err.ends_with("--backend cpu\n"), "{err}");
     assert!(!sim::io::checkpoint::list(&dir.join("out/h")).is_empty());
     std::fs::remove_dir_all(dir).unwrap();
 }

@@ -442,7 +442,7 @@ fn surface_left_right_from_links(r: &mut Raw) {
 fn build(mut r: Raw, file: &str) -> Result<Cloud> {
     let line = std::mem::take(&mut r.line);
     let at = |i: usize| format!("{file}:{}: point {}", line[i], i + 1);
-    check_distinct_points(&r, &at)?;
+    check_distinct_points(&r.x, &r.y, &at)?;
     check_links_present(&r, &at)?;
     let (nx, ny) = match r.normals.take() {
         Some(normals) => normals,
@@ -473,26 +473,35 @@ fn build(mut r: Raw, file: &str) -> Result<Cloud> {
 }
 
 /// No two points with identical coordinates (the message names the later one).
-fn check_distinct_points(r: &Raw, at: &dyn Fn(usize) -> String) -> Result<()> {
-    let n = r.len();
-    let mut order: Vec<u32> = (0..n as u32).collect();
-    order.sort_unstable_by(|&a, &b| {
-        (r.x[a as usize], r.y[a as usize]).partial_cmp(&(r.x[b as usize], r.y[b as usize])).unwrap()
-    });
+fn check_distinct_points(x: &[f64], y: &[f64], at: &dyn Fn(usize) -> String) -> Result<()> {
+    let mut order: Vec<u32> = (0..x.len() as u32).collect();
+    order.sort_unstable_by(|&a, &b| (x[a as usize], y[a as usize]).partial_cmp(&(x[b as usize], y[b as usize])).unwrap());
     for w in order.windows(2) {
         let (a, b) = (w[0] as usize, w[1] as usize);
-        if r.x[a] == r.x[b] && r.y[a] == r.y[b] {
+        if x[a] == x[b] && y[a] == y[b] {
             let (a, b) = (a.min(b), a.max(b));
-            return input(format!(
-                "{}: same coordinates ({}, {}) as point {} (duplicate point)",
-                at(b),
-                r.x[b],
-                r.y[b],
-                a + 1
-            ));
+            return input(format!("{}: same coordinates ({}, {}) as point {} (duplicate point)", at(b), x[b], y[b], a + 1));
         }
     }
     Ok(())
+}
+
+/// The checks of a file's cloud that a cloud stored elsewhere (a checkpoint, whose arrays
+/// hold the normals and min_dist) must pass as well: distinct points, neighbours other than
+/// the point itself, unit normals, positive min_dist.
+pub fn check_stored(c: &Cloud, at: &dyn Fn(usize) -> String) -> Result<()> {
+    check_distinct_points(&c.x, &c.y, at)?;
+    for i in 0..c.x.len() {
+        let links = c.conn.of(i);
+        if links.is_empty() {
+            return input(format!("{}: no neighbours", at(i)));
+        }
+        if links.contains(&(i as u32)) {
+            return input(format!("{}: lists itself as a neighbour", at(i)));
+        }
+    }
+    check_unit_normals(&c.nx, &c.ny, at)?;
+    check_min_dist(&c.min_dist, at)
 }
 
 /// Boundary points need left and right (unless the file holds the normals); every point

@@ -53,13 +53,18 @@ pub fn holds(dir: &Path, file: &Path) -> Result<bool> {
 /// Whether `name` is one of the files a run writes: the driver's and every solver's result
 /// files (so a foreign file by that name is never overwritten).
 pub fn is_run_file(name: &str) -> bool {
-    name == "history.csv"
-        || name == "summary.json"
+    is_result_file(name)
         || name.ends_with(".pvd")
         || name.ends_with(".vti")
         || name.ends_with(".vtu")
+        || name.ends_with(".pvti")
         || (name.starts_with("checkpoint_") && (name.ends_with(".h5") || name.ends_with(".xmf")))
-        || crate::solvers::SOLVERS.iter().any(|e| e.result_files.contains(&name))
+}
+
+/// Whether `name` is one of the files a run writes whatever its case: the history, the
+/// summary and the solvers' result files.
+fn is_result_file(name: &str) -> bool {
+    name == "history.csv" || name == "summary.json" || crate::solvers::SOLVERS.iter().any(|e| e.result_files.contains(&name))
 }
 
 /// A locked run directory with its manifest.
@@ -94,29 +99,54 @@ impl RunDir {
             ));
         }
         // Before anything is created there, and again under the lock.
-        refuse_clashes(path, &manifest(path)?)?;
+        refuse_foreign(path, &manifest(path)?, |_| true)?;
         let mut dir = Self::open(path)?;
-        refuse_clashes(path, &dir.listed)?;
+        refuse_foreign(path, &dir.listed, |_| true)?;
         for name in std::mem::take(&mut dir.listed) {
             remove(&path.join(&name))?;
+            remove(&path.join(format!("{name}.tmp")))?;
         }
         dir.manifest.set_len(0).map_err(|e| dir.err(MANIFEST, e))?;
         Ok(dir)
     }
 
-    /// The directory of a continued run: locked, with the temporary files a killed run left
-    /// (and sidecars whose checkpoint is gone) removed, of the names in the manifest only.
-    pub fn restart(path: &Path) -> Result<RunDir> {
+    /// The directory of a run of case `name` continued from its checkpoint of step `step` in
+    /// that directory. The files of a run that it holds and did not get from sim (a checkpoint
+    /// copied in to continue from aside, or any up to `step`, which the run does not write
+    /// again) are refused. The run continues from `step`, so what its runs wrote after it is
+    /// removed: the frames (the series and the history drop them too), the temporary files of
+    /// a killed run, sidecars whose checkpoint is gone, and with `overwrite` the checkpoints
+    /// after `step`, which are otherwise refused (they would be lost).
+    pub fn restart(path: &Path, name: &str, step: u64, overwrite: bool) -> Result<RunDir> {
         not_a_file(path)?;
-        // A manifest that is not sim's is refused before the lock file changes.
-        manifest(path)?;
+        let later = |n: &str| step_of(n, name).is_some_and(|k| k > step);
+        let written_again = |n: &str| later(n) || is_result_file(n) || n == format!("{name}.pvd");
+        let refuse = |listed: &BTreeSet<String>| {
+            refuse_foreign(path, listed, written_again)?;
+            let checkpoints: Vec<String> =
+                entries(path).into_iter().filter(|n| n.ends_with(".h5") && later(n) && listed.contains(n)).collect();
+            match (checkpoints.first(), overwrite) {
+                (Some(first), false) => input(format!(
+                    "output directory {} holds checkpoints after step {step} ({first}{}), which continuing from \
+                     step {step} would replace; pass --overwrite to remove them, or continue into another directory \
+                     with --out",
+                    path.display(),
+                    if checkpoints.len() > 1 { format!(" and {} more", checkpoints.len() - 1) } else { String::new() }
+                )),
+                _ => Ok(()),
+            }
+        };
+        // Before the lock file changes, and again under the lock.
+        refuse(&manifest(path)?)?;
         let dir = Self::open(path)?;
-        let ours = |n: &str| is_run_file(n) && dir.wrote(n);
-        for name in entries(path) {
-            let stale = name.strip_suffix(".tmp").is_some_and(ours)
-                || (name.ends_with(".xmf") && ours(&name) && !path.join(&name).with_extension("h5").exists());
+        refuse(&dir.listed)?;
+        let listed = |n: &str| is_run_file(n) && dir.wrote(n);
+        for n in entries(path) {
+            let stale = n.strip_suffix(".tmp").is_some_and(listed)
+                || (listed(&n) && later(&n))
+                || (n.ends_with(".xmf") && listed(&n) && !path.join(&n).with_extension("h5").exists());
             if stale {
-                remove(&path.join(&name))?;
+                remove(&path.join(&n))?;
             }
         }
         Ok(dir)
@@ -203,9 +233,10 @@ fn manifest(dir: &Path) -> Result<BTreeSet<String>> {
     }
 }
 
-/// Refuse a directory holding a file that a run would write (or a temporary file) which is
-/// not in `listed`, or where a name in `listed` is not a file: it is not sim's to replace.
-fn refuse_clashes(path: &Path, listed: &BTreeSet<String>) -> Result<()> {
+/// Refuse a directory holding a file that a run would write (or its temporary file) which is
+/// not in `listed`, of the names `written` accepts, or where a name in `listed` is not a file:
+/// it is not sim's to replace.
+fn refuse_foreign(path: &Path, listed: &BTreeSet<String>, written: impl Fn(&str) -> bool) -> Result<()> {
     if let Some(name) = listed.iter().find(|n| std::fs::symlink_metadata(path.join(n)).is_ok_and(|m| !m.is_file())) {
         return input(format!(
             "output directory {}: {name}, listed in its {MANIFEST}, is not a file that sim wrote (a directory or \
@@ -213,8 +244,11 @@ fn refuse_clashes(path: &Path, listed: &BTreeSet<String>) -> Result<()> {
             path.display()
         ));
     }
-    let clashes: Vec<String> =
-        entries(path).into_iter().filter(|n| !listed.contains(n) && (is_run_file(n) || n.ends_with(".tmp"))).collect();
+    let foreign = |n: &str| {
+        let file = n.strip_suffix(".tmp").unwrap_or(n);
+        !listed.contains(file) && (is_run_file(file) || n.ends_with(".tmp")) && written(file)
+    };
+    let clashes: Vec<String> = entries(path).into_iter().filter(|n| foreign(n)).collect();
     match clashes.first() {
         None => Ok(()),
         Some(first) => input(format!(
@@ -224,6 +258,17 @@ fn refuse_clashes(path: &Path, listed: &BTreeSet<String>) -> Result<()> {
             if clashes.len() > 1 { format!(" and {} more such files", clashes.len() - 1) } else { String::new() }
         )),
     }
+}
+
+/// The step of a frame or checkpoint file of case `name` (`name_00000040.vti`,
+/// `name_00000040_p1.vti`, `checkpoint_00000040.h5`); none for the run's other files.
+fn step_of(file: &str, name: &str) -> Option<u64> {
+    let rest = file.strip_prefix("checkpoint_").or_else(|| file.strip_prefix(name)?.strip_prefix('_'))?;
+    let digits = rest.split(['_', '.']).next()?;
+    if digits.len() < 8 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
 }
 
 /// Names in `dir` other than sim's own (none if it does not exist).

@@ -54,6 +54,9 @@ pub struct Setup<'a> {
     pub quiet: bool,
     /// The checkpoint a restart started from.
     pub restart: Option<PathBuf>,
+    /// `--backend` of the command line, which the checkpoint's case does not hold: the
+    /// command that continues the run repeats it.
+    pub backend_arg: Option<crate::case::Backend>,
     /// The ranks of a decomposed run (MPI): every rank steps, checks and writes its output
     /// piece; rank 0 alone keeps the run directory, the series, the history, the checkpoints
     /// and the progress.
@@ -290,10 +293,11 @@ impl<'a> Driver<'a> {
             }
             return Err(SimError::Interrupted(
                 format!(
-                    "interrupted by {} at step {}{}; checkpoint written. Continue with: sim run --restart {ck}",
+                    "interrupted by {} at step {}{}; checkpoint written. Continue with: sim run --restart {ck}{}",
                     super::signals::name(signal),
                     s.step(),
-                    report::time_text(s)
+                    report::time_text(s),
+                    self.setup.backend_arg.map(|b| format!(" --backend {}", b.name())).unwrap_or_default()
                 ),
                 signal,
             ));
@@ -437,14 +441,14 @@ impl Progress {
         }
         if self.bar.is_hidden() && !self.quiet && self.last_log.elapsed() > Self::LOG {
             let rate = (s.step() - self.start_step) as f64 / self.started.elapsed().as_secs_f64().max(1e-9);
-            eprintln!("step {}/{}{}  {rate:.1} steps/s", s.step(), self.last_step, report::time_text(s));
+            crate::say!("step {}/{}{}  {rate:.1} steps/s", s.step(), self.last_step, report::time_text(s));
             self.last_log = Instant::now();
         }
     }
 
     fn log(&self, line: &str) {
         if !self.quiet {
-            eprintln!("{line}");
+            crate::say!("{line}");
         }
     }
 

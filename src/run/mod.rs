@@ -26,7 +26,9 @@ pub fn check(opts: &RunOptions) -> Result<String> {
     let spec = plan.case.solver.spec();
     crate::validate::threads("threads", plan.case.threads)?;
     // The device the run would take, refused as the run refuses it.
-    let backend = match solvers::choose_device(plan.case.backend, &plan.case, 0)? {
+    let (device, note) = solvers::choose_device(plan.case.backend, &plan.case, 0)?;
+    let on_cpu = matches!(device, Device::Cpu(_));
+    let backend = match (device, note) {
         (_, Some(note)) => note,
         (Device::Cuda(gpu, _), None) => format!("backend cuda: CUDA device {}", gpu.name),
         (Device::Cpu(_), None) => "backend cpu".into(),
@@ -54,9 +56,10 @@ pub fn check(opts: &RunOptions) -> Result<String> {
         0 => rayon::current_num_threads(),
         n => n,
     };
-    let tiling = spec.tiling(plan.precision, &plan.case.cpu, threads).map(|t| format!("{t} on {threads} thread{}", if threads == 1 { "" } else { "s" }));
+    // The CPU's plans: a run on a device has neither.
+    let tiling = spec.tiling(plan.precision, &plan.case.cpu, threads).filter(|_| on_cpu).map(|t| format!("{t} on {threads} thread{}", if threads == 1 { "" } else { "s" }));
     let text = report::check_text(&plan.case, plan.precision, &plan.out_dir, &describe, &stop, (step, last, exact));
-    let flush = plan.case.cpu.subnormals == crate::cpu::Subnormals::Flush;
+    let flush = on_cpu && plan.case.cpu.subnormals == crate::cpu::Subnormals::Flush;
     let subnormals = if flush { "  subnormals: flushed to zero on the CPU (cpu.subnormals: flush)\n" } else { "" };
     let backend = format!("  {backend}\n");
     let text = text + &backend + &tiling.map(|t| format!("  temporal blocking: {t}\n")).unwrap_or_default() + subnormals;
@@ -88,7 +91,7 @@ pub fn run_on(opts: &RunOptions, procs: Option<&dyn Processes>) -> Result<serde_
     let device = match device {
         Device::Cuda(gpu, o) => {
             let spec = case.solver.spec();
-            let (o, tuned) = crate::tune::resolve(&gpu, &o, case.solver.kind(), spec.scheme_name(), plan.precision);
+            let (o, tuned) = agreed(procs, crate::tune::resolve(&gpu, &o, case.solver.kind(), spec.scheme_name(), plan.precision))?;
             note = note.into_iter().chain(tuned).reduce(|a, b| format!("{a}\n{b}"));
             Device::Cuda(gpu, o)
         }
@@ -162,7 +165,9 @@ pub fn run_on(opts: &RunOptions, procs: Option<&dyn Processes>) -> Result<serde_
         // Rank 0 keeps it.
         let run_dir = match (&restart, procs.is_some_and(|p| p.rank() != 0)) {
             (_, true) => None,
-            (Some(ck), false) if directory::holds(&plan.out_dir, ck)? => Some(directory::RunDir::restart(&plan.out_dir)?),
+            (Some(ck), false) if directory::holds(&plan.out_dir, ck)? => {
+                Some(directory::RunDir::restart(&plan.out_dir, &case.name, solver.step(), opts.overwrite)?)
+            }
             (_, false) => Some(directory::RunDir::fresh(&plan.out_dir, opts.overwrite)?),
         };
         Ok((restart, stop, run_dir))
@@ -170,12 +175,12 @@ pub fn run_on(opts: &RunOptions, procs: Option<&dyn Processes>) -> Result<serde_
     let (restart, stop, run_dir) = agreed(procs, prepared)?;
     let quiet = opts.quiet || procs.is_some_and(|p| p.rank() != 0);
     if !quiet {
-        note.into_iter().for_each(|n| eprintln!("{n}"));
+        note.into_iter().for_each(|n| crate::say!("{n}"));
         if let Some(tiling) = solver.tiling() {
-            eprintln!("temporal blocking: {tiling} (cpu.temporal_block: {})", case.cpu.temporal_block.name());
+            crate::say!("temporal blocking: {tiling} (cpu.temporal_block: {})", case.cpu.temporal_block.name());
         }
         if subnormals == Some(crate::cpu::Subnormals::Flush) {
-            eprintln!("subnormals: flushed to zero (cpu.subnormals: flush)");
+            crate::say!("subnormals: flushed to zero (cpu.subnormals: flush)");
         }
     }
     signals::install();
@@ -188,6 +193,7 @@ pub fn run_on(opts: &RunOptions, procs: Option<&dyn Processes>) -> Result<serde_
         stop,
         quiet,
         restart,
+        backend_arg: opts.backend,
         comm,
     };
     let mut driver = agreed(procs, driver::Driver::new(setup, run_dir, solver.as_ref()))?;

@@ -74,7 +74,7 @@ fn restart_plan(restart: &str, opts: &RunOptions, given: Option<(Case, String)>)
     crate::io::probe::check(&ck_path)?;
     let ck = checkpoint::open(&ck_path)?;
     if !ck.has_checksum() {
-        eprintln!(
+        crate::say!(
             "warning: checkpoint {} is format version {} and has no checksum; its integrity is not verified",
             ck_path.display(),
             ck.version()
@@ -108,7 +108,7 @@ fn restart_plan(restart: &str, opts: &RunOptions, given: Option<(Case, String)>)
             if written.solver != stored.solver {
                 return input(format!(
                     "case file {}: its solver section differs from the one stored in {}; on restart only \
-                     run controls (time, output, checkpoint, guard, threads, backend, cpu) may change",
+                     run controls (time, output, checkpoint, guard, threads, backend, cpu, gpu) may change",
                     opts.case.as_ref().unwrap().display(),
                     ck_path.display()
                 ));

@@ -22,7 +22,7 @@ pub fn install() {
                 })
             };
             if let Err(e) = registered {
-                eprintln!("warning: cannot handle signal {signal}: {e}");
+                crate::say!("warning: cannot handle signal {signal}: {e}");
             }
         }
     });

@@ -195,7 +195,10 @@ pub fn choose_device(requested: Backend, case: &Case, local: usize) -> Result<(D
         Backend::Cuda if !has_cuda => {
             input(format!("backend cuda: solver {kind} has no CUDA kernels yet; use backend: cpu or auto"))
         }
-        Backend::Cuda => Ok((Device::Cuda(Gpu::open_local(local)?, case.gpu.clone()), None)),
+        Backend::Cuda => match Gpu::open_local(local) {
+            Ok(gpu) => Ok((Device::Cuda(gpu, case.gpu.clone()), None)),
+            Err(why) => input(format!("backend cuda: {why}; use backend: cpu or auto")),
+        },
         Backend::Auto if !has_cuda => {
             Ok((Device::Cpu(case.cpu.clone()), Some(format!("backend auto: using the CPU (no CUDA kernels for solver {kind})"))))
         }

@@ -142,7 +142,7 @@ pub fn setup() -> &'static Setup {
     SETUP.get_or_init(|| {
         let real_driver = sim::cuda::driver_library_present();
         let (cuda, note) = if real_driver {
-            match Gpu::open() {
+            match Gpu::open_local(0) {
                 Ok(g) => (Some(Cuda::Real(g)), "a real GPU".to_string()),
                 Err(e) => (None, format!("no usable GPU ({e})")),
             }
@@ -151,7 +151,7 @@ pub fn setup() -> &'static Setup {
                 None => (None, "no C++ compiler for the emulated driver".to_string()),
                 Some(emu) => {
                     preload(&emu.dir.join("libcuda.so.1"));
-                    match Gpu::open() {
+                    match Gpu::open_local(0) {
                         Ok(g) => (Some(Cuda::Emulated(g, emu)), "the emulated CUDA driver (CPU)".to_string()),
                         Err(e) => (None, format!("the emulated driver is loaded but unusable ({e})")),
                     }

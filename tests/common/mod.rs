@@ -115,15 +115,17 @@ pub fn noise<T: sim::real::Real>(n: usize, seed: u64) -> Vec<T> {
         .collect()
 }
 
-/// `sim run CASE --quiet` in the background in `dir`, started once `ready(dir)` holds (at
-/// most 30 s); killed if the test ends before it does.
+/// `sim run ... --quiet` in the background, killed if the test ends before it does.
 pub struct Background(Option<std::process::Child>);
 
 impl Background {
-    pub fn start(dir: &Path, case: &str, ready: impl Fn(&Path) -> bool) -> Background {
+    /// `sim run ARGS --quiet` in `dir`, once `ready` holds (or after 30 s).
+    pub fn start(dir: &Path, args: &[&str], ready: impl Fn(&Path) -> bool) -> Background {
         let child = Command::new(env!("CARGO_BIN_EXE_sim"))
             .current_dir(dir)
-            .args(["run", case, "--quiet"])
+            .arg("run")
+            .args(args)
+            .arg("--quiet")
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();

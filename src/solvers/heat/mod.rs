@@ -180,6 +180,9 @@ impl SolverSpec for Heat1dParams {
     fn has_cuda(&self) -> bool {
         true
     }
+    fn scheme_name(&self) -> Option<&'static str> {
+        (self.method != Method::Explicit).then(|| self.method.name())
+    }
     fn memory_estimate(&self, precision: Precision) -> usize {
         // Two fields; the factorisation (Thomas: 2 arrays; SPIKE: 2 and the partitions' tips).
         let factors = if self.method.implicit() { 2 } else { 0 };
@@ -228,6 +231,9 @@ impl SolverSpec for Heat2dParams {
     }
     fn has_cuda(&self) -> bool {
         true
+    }
+    fn scheme_name(&self) -> Option<&'static str> {
+        (self.method != Method::Explicit).then(|| self.method.name())
     }
     fn memory_estimate(&self, precision: Precision) -> usize {
         2 * self.n * self.n * precision.bytes()
@@ -653,7 +659,11 @@ impl<T: Real> Solver for Heat<T> {
     }
 
     fn backend(&self) -> String {
-        self.backend.clone()
+        // SPIKE's plan is made with the first factorisation, after the back end was named.
+        match self.engine.implicit() {
+            Some((_, Some(_))) if self.backend.starts_with("cuda") => format!("{}, fell back to thomas", self.backend),
+            _ => self.backend.clone(),
+        }
     }
 
     fn mesh(&self) -> Mesh {

@@ -277,8 +277,10 @@ impl Cloud {
             conn: Csr { start, idx: ints(ARRAYS[10], links, n, false)? },
             ..Default::default()
         };
+        let at = |i: usize| format!("point cloud stored in the checkpoint: point {}", i + 1);
+        crate::mesh::cloud_file::check_stored(&c, &at)?;
         c.build_stencils();
-        c.check_stencils(&|i| format!("point cloud stored in the checkpoint: point {}", i + 1))?;
+        c.check_stencils(&at)?;
         Ok(c)
     }
 }

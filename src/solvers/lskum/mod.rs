@@ -529,7 +529,7 @@ impl Solver for Lskum {
         self.surface
             .get_or_init(|| {
                 surface::triangulate(&self.cloud.in_file_order())
-                    .inspect_err(|why| eprintln!("note: no triangles in the .vtu output ({why}); it shows the points only"))
+                    .inspect_err(|why| crate::say!("note: no triangles in the .vtu output ({why}); it shows the points only"))
                     .ok()
             })
             .as_deref()

@@ -363,6 +363,24 @@ fn block_shapes_are_validated() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// A run with fast math says so where its back end is recorded: its results are not IEEE's.
+#[test]
+fn fast_math_is_named_in_the_summary_and_the_checkpoint() {
+    let Some(_) = cuda() else { return };
+    let dir = scratch("gpu_fast_named");
+    for fast in [false, true] {
+        let text = format!("name: h\nsolver:\n  heat1d: {{n: 65, r: 0.4}}\ntime: {{end_step: 3}}\nbackend: cuda\ngpu: {{fast_math: {fast}}}\n");
+        write(&dir, "case.yaml", &text);
+        ok(common::emulation::sim_cuda_command(&dir, &["run", "case.yaml", "--quiet", "--overwrite", "--out", "o"]).output().unwrap());
+        let summary: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("o/summary.json")).unwrap()).unwrap();
+        let (meta, _) = last_checkpoint(&dir, "o");
+        for backend in [summary["backend"].as_str().unwrap(), &meta.backend] {
+            assert!(backend.starts_with("cuda") && backend.ends_with(", fast math") == fast, "{backend}");
+        }
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 /// `sim check` of a run on a device names the device and leaves out the CPU's plans.
 #[test]
 fn check_on_a_device_leaves_out_the_cpu_plans() {

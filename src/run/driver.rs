@@ -278,6 +278,7 @@ impl<'a> Driver<'a> {
             checkpoint: self.last_checkpoint.as_deref(),
             results: &results,
             subnormals: self.setup.subnormals.map(crate::cpu::Subnormals::name),
+            backend: self.backend(s),
         };
         let summary = report::summary(&facts, s, ending);
         let text = serde_json::to_string_pretty(&summary).expect("summary serialises");
@@ -366,6 +367,14 @@ impl<'a> Driver<'a> {
         }
     }
 
+    /// The solver's back end, with fast math named: its results are not IEEE's.
+    fn backend(&self, s: &dyn Solver) -> String {
+        match s.backend() {
+            b if b.starts_with("cuda") && self.setup.case.gpu.fast_math => format!("{b}, fast math"),
+            b => b,
+        }
+    }
+
     fn write_checkpoint(&mut self, s: &dyn Solver) -> Result<()> {
         let dir = self.setup.out_dir;
         let path = checkpoint::path_for(dir, s.step());
@@ -377,7 +386,7 @@ impl<'a> Driver<'a> {
             step: s.step(),
             time: s.time(),
             precision: s.precision(),
-            backend: s.backend(),
+            backend: self.backend(s),
             case_yaml: self.setup.case_text.into(),
         };
         // Collective in a decomposed run: rank 0 gathers the state and writes it alone.

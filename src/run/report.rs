@@ -29,6 +29,8 @@ pub struct RunFacts<'a> {
     pub results: &'a [String],
     /// `cpu.subnormals` of a CPU run.
     pub subnormals: Option<&'static str>,
+    /// The back end that ran ([`crate::run::driver::Driver`]'s label).
+    pub backend: String,
 }
 
 /// `summary.json`.
@@ -47,7 +49,7 @@ pub fn summary(run: &RunFacts, s: &dyn Solver, ending: Ending) -> serde_json::Va
         "case": run.case,
         "solver": s.kind(),
         "status": status,
-        "backend": s.backend(),
+        "backend": run.backend,
         "precision": s.precision().name(),
         "threads": run.threads,
         "subnormals": run.subnormals,

@@ -134,7 +134,9 @@ fn shorten_quoted_spans(line: &str) -> String {
         out.push_str(&rest[..=open]);
         let body = &rest[open + 1..];
         let close = span_end(body, q);
-        out.push_str(&shorten(&body[..close]));
+        // A span shortened before (a message quoted into another) keeps its count.
+        let span = &body[..close];
+        out.push_str(if span.contains(" characters omitted]…") { span.into() } else { shorten(span) }.as_ref());
         match body[close..].chars().next() {
             Some(c) => {
                 out.push(c);
@@ -340,5 +342,8 @@ mod tests {
         // the escaped quote does not end the span
         assert!(lines[1].contains("[199802 characters omitted]") && lines[1].ends_with("xxxxx\""), "{s}");
         assert_eq!(shorten_message("short `message`"), "short `message`");
+        // A value quoted and shortened before keeps its count when the message is quoted on.
+        let quoted = format!("name: {} is too long", quote(&"n".repeat(500)));
+        assert!(shorten_message(&format!("file c.yaml: {quoted}")).contains("[300 characters omitted]"));
     }
 }

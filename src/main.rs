@@ -284,7 +284,8 @@ fn main() -> ExitCode {
                 .collect();
             let other_back_end = match backend {
                 Backend::Cpu if !for_cuda.is_empty() => {
-                    Some(format!("{} set up the CUDA kernels; this bench runs on the CPU (--backend cuda)", for_cuda.join(", ")))
+                    let verb = if for_cuda.len() == 1 { "sets" } else { "set" };
+                    Some(format!("{} {verb} up the CUDA kernels; this bench runs on the CPU (--backend cuda)", for_cuda.join(", ")))
                 }
                 Backend::Cuda if temporal_block.is_some() => {
                     Some("--temporal-block sets up the CPU kernels; this bench runs on CUDA (--backend cpu)".into())

@@ -126,6 +126,11 @@ fn check_predicts_the_number_of_output_files() {
         let files = std::fs::read_dir(dir.join("out/h")).unwrap().flatten().filter(|e| e.path().extension().is_some_and(|x| x == "vti")).count();
         assert!(text.contains(&format!("every {every} steps ({files} files)")), "end {end}, every {every}: {files} files written, check says:\n{text}");
     }
+    // With both triggers the count of the steps' alone would be short: check names both.
+    let case = heat_case("h", "heat2d: {n: 9, r: 0.2}", "f64", "{end_time: 0.02}", "output: {every_steps: 7, every_time: 0.005}");
+    write(&dir, "h.yaml", &case);
+    let text = String::from_utf8(ok(sim(&dir, &["check", "h.yaml"])).stdout).unwrap();
+    assert!(text.contains("every 7 steps and every 0.005 of simulated time") && !text.contains("files)"), "{text}");
     std::fs::remove_dir_all(dir).unwrap();
 }
 

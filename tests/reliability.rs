@@ -106,6 +106,44 @@ fn a_restart_in_a_folder_sim_did_not_make_keeps_the_users_files() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// A checkpoint of another case copied into a run directory does not continue there: the
+/// directory is that run's.
+#[test]
+fn a_checkpoint_of_another_case_does_not_take_over_a_run_directory() {
+    let dir = scratch("rel_other_case");
+    write(&dir, "h.yaml", GOOD);
+    write(&dir, "run.yaml", &GOOD.replace("name: h", "name: h_20240101"));
+    ok(sim(&dir, &["run", "run.yaml", "--quiet", "--steps", "10", "--out", "a"]));
+    ok(sim(&dir, &["run", "h.yaml", "--quiet", "--steps", "12", "--out", "b"]));
+    std::fs::copy(dir.join("b/checkpoint_00000012.h5"), dir.join("a/checkpoint_00000012.h5")).unwrap();
+    let before = snapshot(&dir.join("a"));
+    for extra in [&[][..], &["--overwrite"]] {
+        let args = [&["run", "--restart", "a/checkpoint_00000012.h5", "--quiet"][..], extra].concat();
+        exit2(&sim(&dir, &args), &["another case (h_20240101.pvd)", "--out"]);
+        assert_eq!(snapshot(&dir.join("a")), before, "{args:?}: a refused restart changes nothing");
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// sim's own files cannot be listed in the manifest (--overwrite would remove the lock of the
+/// run that holds it); a blank line is no name.
+#[test]
+fn the_manifest_cannot_name_sims_own_files() {
+    let dir = scratch("rel_manifest");
+    write(&dir, "c.yaml", GOOD);
+    ok(sim(&dir, &["run", "c.yaml", "--quiet", "--steps", "10"]));
+    let manifest = dir.join("out/h/.sim-manifest");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(&manifest, format!("\n{text}\n")).unwrap();
+    ok(sim(&dir, &["run", "--restart", "out/h", "--quiet", "--steps", "2"]));
+    for own in [".sim-lock", ".sim-manifest"] {
+        std::fs::write(&manifest, format!("{text}{own}\n")).unwrap();
+        exit2(&sim(&dir, &["run", "c.yaml", "--quiet", "--overwrite"]), &[own, "not the name of a file"]);
+        assert!(dir.join("out/h").join(own).exists());
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 /// What a kill -9 leaves of a file sim was writing is sim's to remove on --overwrite.
 #[test]
 fn overwrite_removes_the_temporary_files_of_a_killed_run() {
@@ -116,9 +154,11 @@ fn overwrite_removes_the_temporary_files_of_a_killed_run() {
     for f in ["h_00000010.vti.tmp", "checkpoint_00000010.h5.tmp"] {
         write(&out, f, "partial");
     }
+    // A temporary file of the user's, of a name no run writes, stays.
+    write(&out, "notes.tmp", "the user's");
     ok(sim(&dir, &["run", "c.yaml", "--quiet", "--overwrite"]));
     let names: Vec<String> = snapshot(&out).into_iter().map(|(n, _)| n).collect();
-    assert!(!names.iter().any(|n| n.ends_with(".tmp")), "{names:?}");
+    assert_eq!(names.iter().filter(|n| n.ends_with(".tmp")).collect::<Vec<_>>(), ["notes.tmp"], "{names:?}");
     std::fs::remove_dir_all(dir).unwrap();
 }
 

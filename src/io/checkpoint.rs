@@ -180,8 +180,8 @@ impl<'a> Data<'a> {
 /// name, dtype, ndim (u64), dims (u64 each), data
 /// ```
 ///
-/// where a string (`name`, `dtype`, and `data`) is its byte length as u64 followed by its
-/// bytes, and all integers are little-endian. Names are HDF5 paths: datasets `/fields/T`,
+/// where `name`, `dtype` and `data` are each their byte length as u64 followed by their bytes
+/// (data of every dtype), and all integers are little-endian. Names are HDF5 paths: datasets `/fields/T`,
 /// attributes `/@step` (root) and `/geometry@mesh`. dtype is `str` (data: the UTF-8 text,
 /// shape `[]`), `u32`, `u64`, `f64` (scalar attributes, shape `[]`) or `f32`, `f64`, `u64`,
 /// `i64` (datasets: the values in row-major order as little-endian bytes). The attributes

@@ -67,6 +67,18 @@ fn is_result_file(name: &str) -> bool {
     name == "history.csv" || name == "summary.json" || crate::solvers::SOLVERS.iter().any(|e| e.result_files.contains(&name))
 }
 
+/// A run continued from its checkpoint of step `step` (see [`RunDir::restart`]).
+#[derive(Clone, Copy)]
+pub struct Continued<'a> {
+    /// The case's name, which prefixes its series and frames.
+    pub name: &'a str,
+    pub step: u64,
+    /// The files the solver writes at the end of a run besides `summary.json`.
+    pub result_files: &'a [&'a str],
+    /// Remove the checkpoints after `step` rather than refuse them.
+    pub overwrite: bool,
+}
+
 /// A locked run directory with its manifest.
 pub struct RunDir {
     path: PathBuf,
@@ -88,18 +100,21 @@ impl RunDir {
             return in_use(path, lock);
         }
         let held = entries(path);
+        let listed = manifest(path)?;
         if !overwrite && let Some(first) = held.first() {
             // Continuing is an option only where there is a checkpoint to continue from.
             let continued = held.iter().any(|n| n.starts_with("checkpoint_") && n.ends_with(".h5"));
-            return input(format!(
-                "output directory {} already holds files (e.g. {first}); pass --overwrite to replace the files of \
-                 the earlier run{}",
-                path.display(),
-                if continued { format!(", or continue it with: sim run --restart {}", path.display()) } else { String::new() }
-            ));
+            let way_out = match listed.is_empty() {
+                true => "none of them a run's: choose another --out, or pass --overwrite to write beside them".to_string(),
+                false => format!(
+                    "pass --overwrite to replace the files of the earlier run{}",
+                    if continued { format!(", or continue it with: sim run --restart {}", path.display()) } else { String::new() }
+                ),
+            };
+            return input(format!("output directory {} already holds files (e.g. {first}); {way_out}", path.display()));
         }
         // Before anything is created there, and again under the lock.
-        refuse_foreign(path, &manifest(path)?, |_| true)?;
+        refuse_foreign(path, &listed, |_| true)?;
         let mut dir = Self::open(path)?;
         refuse_foreign(path, &dir.listed, |_| true)?;
         for name in std::mem::take(&mut dir.listed) {
@@ -110,18 +125,34 @@ impl RunDir {
         Ok(dir)
     }
 
-    /// The directory of a run of case `name` continued from its checkpoint of step `step` in
-    /// that directory. The files of a run that it holds and did not get from sim (a checkpoint
-    /// copied in to continue from aside, or any up to `step`, which the run does not write
-    /// again) are refused. The run continues from `step`, so what its runs wrote after it is
-    /// removed: the frames (the series and the history drop them too), the temporary files of
-    /// a killed run, sidecars whose checkpoint is gone, and with `overwrite` the checkpoints
-    /// after `step`, which are otherwise refused (they would be lost).
-    pub fn restart(path: &Path, name: &str, step: u64, overwrite: bool) -> Result<RunDir> {
+    /// The directory of `run`, continued from its checkpoint in that directory. Refused: a
+    /// directory of another case's run, files of a run that sim did not write (a checkpoint
+    /// copied in to continue from aside, and any up to the restart step, which the run does not
+    /// write again), and the checkpoints after the restart step unless `overwrite` (they would
+    /// be lost). The run continues from its step, so what its runs wrote after it is removed
+    /// (the newest first): those checkpoints, the frames (the series and the history drop them
+    /// too), the summary and result files of the run's end, the temporary files of a killed
+    /// run and sidecars whose checkpoint is gone.
+    pub fn restart(path: &Path, run: &Continued) -> Result<RunDir> {
         not_a_file(path)?;
+        if let Ok(lock) = File::open(path.join(LOCK))
+            && lock.try_lock().is_err()
+        {
+            return in_use(path, lock);
+        }
+        let Continued { name, step, result_files, overwrite } = *run;
         let later = |n: &str| step_of(n, name).is_some_and(|k| k > step);
-        let written_again = |n: &str| later(n) || is_result_file(n) || n == format!("{name}.pvd");
+        let ends = |n: &str| n == "summary.json" || result_files.contains(&n);
+        let written_again = |n: &str| later(n) || ends(n) || n == "history.csv" || n == format!("{name}.pvd");
         let refuse = |listed: &BTreeSet<String>| {
+            let series = format!("{name}.pvd");
+            if let Some(other) = listed.iter().find(|n| n.ends_with(".pvd") && **n != series) {
+                return input(format!(
+                    "output directory {} holds the run of another case ({other}); a checkpoint of case {name} \
+                     continues in a directory of its own: choose one with --out",
+                    path.display()
+                ));
+            }
             refuse_foreign(path, listed, written_again)?;
             let checkpoints: Vec<String> =
                 entries(path).into_iter().filter(|n| n.ends_with(".h5") && later(n) && listed.contains(n)).collect();
@@ -141,9 +172,9 @@ impl RunDir {
         let dir = Self::open(path)?;
         refuse(&dir.listed)?;
         let listed = |n: &str| is_run_file(n) && dir.wrote(n);
-        for n in entries(path) {
+        for n in entries(path).into_iter().rev() {
             let stale = n.strip_suffix(".tmp").is_some_and(listed)
-                || (listed(&n) && later(&n))
+                || (listed(&n) && (later(&n) || ends(&n)))
                 || (n.ends_with(".xmf") && listed(&n) && !path.join(&n).with_extension("h5").exists());
             if stale {
                 remove(&path.join(&n))?;
@@ -220,16 +251,18 @@ fn manifest(dir: &Path) -> Result<BTreeSet<String>> {
     };
     let plain = |name: &str| {
         let mut c = Path::new(name).components();
-        matches!((c.next(), c.next()), (Some(Component::Normal(n)), None) if n == name)
+        let own = [LOCK, MANIFEST, WRITE_CHECK].contains(&name);
+        !own && matches!((c.next(), c.next()), (Some(Component::Normal(n)), None) if n == name)
     };
-    match text.lines().find(|name| !plain(name)) {
+    let names = || text.lines().filter(|line| !line.is_empty());
+    match names().find(|name| !plain(name)) {
         Some(bad) => input(format!(
             "run manifest {}: {bad:?} is not the name of a file in the directory; the manifest is not one sim \
              wrote, so nothing there is removed or replaced: remove the directory's files yourself or choose \
              another directory",
             path.display()
         )),
-        None => Ok(text.lines().map(str::to_string).collect()),
+        None => Ok(names().map(str::to_string).collect()),
     }
 }
 
@@ -246,29 +279,43 @@ fn refuse_foreign(path: &Path, listed: &BTreeSet<String>, written: impl Fn(&str)
     }
     let foreign = |n: &str| {
         let file = n.strip_suffix(".tmp").unwrap_or(n);
-        !listed.contains(file) && (is_run_file(file) || n.ends_with(".tmp")) && written(file)
+        !listed.contains(file) && is_run_file(file) && written(file)
     };
     let clashes: Vec<String> = entries(path).into_iter().filter(|n| foreign(n)).collect();
-    match clashes.first() {
-        None => Ok(()),
-        Some(first) => input(format!(
-            "output directory {} holds {first}{}, which sim did not write (not in its {MANIFEST}); move it away or \
-             choose another directory",
-            path.display(),
-            if clashes.len() > 1 { format!(" and {} more such files", clashes.len() - 1) } else { String::new() }
-        )),
-    }
+    let Some(first) = clashes.first() else { return Ok(()) };
+    let (which, them) = match clashes.len() {
+        1 => (first.clone(), "it"),
+        n => (format!("{first} and {} more such files", n - 1), "them"),
+    };
+    // A copy of a run directory without its hidden files has no manifest.
+    let why = match path.join(MANIFEST).exists() {
+        true => format!("not in its {MANIFEST}"),
+        false => format!("it has no {MANIFEST}, as a copy without hidden files"),
+    };
+    input(format!(
+        "output directory {} holds {which}, which sim did not write ({why}); move {them} away or choose another \
+         directory with --out",
+        path.display()
+    ))
 }
 
 /// The step of a frame or checkpoint file of case `name` (`name_00000040.vti`,
-/// `name_00000040_p1.vti`, `checkpoint_00000040.h5`); none for the run's other files.
+/// `name_00000040_p1.vti`, `checkpoint_00000040.h5`); none for other files, such as those of
+/// a case `name_20240101`.
 fn step_of(file: &str, name: &str) -> Option<u64> {
-    let rest = file.strip_prefix("checkpoint_").or_else(|| file.strip_prefix(name)?.strip_prefix('_'))?;
-    let digits = rest.split(['_', '.']).next()?;
-    if digits.len() < 8 || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
+    let digits = |s: &str| s.len() >= 8 && s.bytes().all(|b| b.is_ascii_digit());
+    if let Some(rest) = file.strip_prefix("checkpoint_") {
+        let step = rest.strip_suffix(".h5").or_else(|| rest.strip_suffix(".xmf"))?;
+        return digits(step).then(|| step.parse().ok()).flatten();
     }
-    digits.parse().ok()
+    let rest = file.strip_prefix(name)?.strip_prefix('_')?;
+    let (stem, ext) = rest.rsplit_once('.')?;
+    let step = match (stem.split_once("_p"), ext) {
+        (Some((step, rank)), "vti") if !rank.is_empty() && rank.bytes().all(|b| b.is_ascii_digit()) => step,
+        (None, "vti" | "vtu" | "pvti") => stem,
+        _ => return None,
+    };
+    digits(step).then(|| step.parse().ok()).flatten()
 }
 
 /// Names in `dir` other than sim's own (none if it does not exist).
@@ -296,6 +343,21 @@ fn remove(path: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn steps_are_read_from_the_names_of_the_case_only() {
+        assert_eq!(step_of("h_00000010.vti", "h"), Some(10));
+        assert_eq!(step_of("h_00000010_p3.vti", "h"), Some(10));
+        assert_eq!(step_of("h_00000010.pvti", "h"), Some(10));
+        assert_eq!(step_of("checkpoint_00000040.xmf", "h"), Some(40));
+        // Files of the cases `h_2` and `run_20240101`, and names that are not frames.
+        for (file, name) in [("h_2_00000012.vti", "h"), ("run_20240101_00000010.vti", "run"), ("run_20240101.pvd", "run")] {
+            assert_eq!(step_of(file, name), None, "{file}");
+        }
+        for file in ["h_0000001.vti", "h_00000010.csv", "h_00000010_p.vti", "checkpoint_final.h5", "h.pvd"] {
+            assert_eq!(step_of(file, "h"), None, "{file}");
+        }
+    }
 
     #[test]
     fn paths_resolve_through_names_that_do_not_exist() {

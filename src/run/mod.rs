@@ -160,13 +160,22 @@ pub fn run_on(opts: &RunOptions, procs: Option<&dyn Processes>) -> Result<serde_
                 stop.text()
             ));
         }
+        // From here a signal waits for the first step's end (with a checkpoint), so that it
+        // cannot stop the run directory's clean-up half-way.
+        signals::install();
         // A restart continues in its checkpoint's directory, or starts another one (--out),
         // which is then taken as a fresh run's: refused if it holds files, unless --overwrite.
         // Rank 0 keeps it.
         let run_dir = match (&restart, procs.is_some_and(|p| p.rank() != 0)) {
             (_, true) => None,
             (Some(ck), false) if directory::holds(&plan.out_dir, ck)? => {
-                Some(directory::RunDir::restart(&plan.out_dir, &case.name, solver.step(), opts.overwrite)?)
+                let run = directory::Continued {
+                    name: &case.name,
+                    step: solver.step(),
+                    result_files: solvers::entry(case.solver.kind()).map_or(&[][..], |e| e.result_files),
+                    overwrite: opts.overwrite,
+                };
+                Some(directory::RunDir::restart(&plan.out_dir, &run)?)
             }
             (_, false) => Some(directory::RunDir::fresh(&plan.out_dir, opts.overwrite)?),
         };
@@ -183,7 +192,6 @@ pub fn run_on(opts: &RunOptions, procs: Option<&dyn Processes>) -> Result<serde_
             crate::say!("subnormals: flushed to zero (cpu.subnormals: flush)");
         }
     }
-    signals::install();
     let setup = driver::Setup {
         case,
         case_text: &plan.case_text,

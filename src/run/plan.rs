@@ -105,14 +105,6 @@ fn restart_plan(restart: &str, opts: &RunOptions, given: Option<(Case, String)>)
             // As written: the given case's relative paths are resolved against its folder,
             // the stored case's are not.
             let written = Case::parse(&text, &opts.case.as_ref().unwrap().display().to_string())?;
-            if written.solver != stored.solver {
-                return input(format!(
-                    "case file {}: its solver section differs from the one stored in {}; on restart only \
-                     run controls (time, output, checkpoint, guard, threads, backend, cpu, gpu) may change",
-                    opts.case.as_ref().unwrap().display(),
-                    ck_path.display()
-                ));
-            }
             // The name prefixes the run's files and its `.pvd` series, which the restart continues.
             if written.name != stored.name {
                 return input(format!(
@@ -122,6 +114,14 @@ fn restart_plan(restart: &str, opts: &RunOptions, given: Option<(Case, String)>)
                     written.name,
                     ck_path.display(),
                     stored.name
+                ));
+            }
+            if written.solver != stored.solver {
+                return input(format!(
+                    "case file {}: its solver section differs from the one stored in {}; on restart only \
+                     run controls (time, output, checkpoint, guard, threads, backend, cpu, gpu) may change",
+                    opts.case.as_ref().unwrap().display(),
+                    ck_path.display()
                 ));
             }
             // The stored case's own precision (or the checkpoint's, where `--precision`

@@ -154,7 +154,8 @@ pub fn check_text(
         t += &format!("  steps: {about}{last} (stop at {})\n", stop.text());
     }
     let outputs = match (case.output.every_steps, case.output.every_time) {
-        (Some(n), _) => format!("every {n} steps ({} files)", output_count(start, last, n)),
+        (Some(n), None) => format!("every {n} steps ({} files)", output_count(start, last, n)),
+        (Some(n), Some(t)) => format!("every {n} steps and every {t} of simulated time (steps land on each multiple)"),
         (None, Some(t)) => format!("every {t} of simulated time (steps land on each multiple)"),
         (None, None) => "initial and final state".into(),
     };

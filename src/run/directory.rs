@@ -92,13 +92,7 @@ impl RunDir {
     /// then the files of earlier runs (those in the manifest) are removed, and files `sim` did
     /// not write are left alone, unless a run would write a file of the same name.
     pub fn fresh(path: &Path, overwrite: bool) -> Result<RunDir> {
-        not_a_file(path)?;
-        // A directory another run holds is that run's, its files in the making included.
-        if let Ok(lock) = File::open(path.join(LOCK))
-            && lock.try_lock().is_err()
-        {
-            return in_use(path, lock);
-        }
+        not_held(path)?;
         let held = entries(path);
         let listed = manifest(path)?;
         if !overwrite && let Some(first) = held.first() {
@@ -134,18 +128,13 @@ impl RunDir {
     /// too), the summary and result files of the run's end, the temporary files of a killed
     /// run and sidecars whose checkpoint is gone.
     pub fn restart(path: &Path, run: &Continued) -> Result<RunDir> {
-        not_a_file(path)?;
-        if let Ok(lock) = File::open(path.join(LOCK))
-            && lock.try_lock().is_err()
-        {
-            return in_use(path, lock);
-        }
+        not_held(path)?;
         let Continued { name, step, result_files, overwrite } = *run;
         let later = |n: &str| step_of(n, name).is_some_and(|k| k > step);
         let ends = |n: &str| n == "summary.json" || result_files.contains(&n);
-        let written_again = |n: &str| later(n) || ends(n) || n == "history.csv" || n == format!("{name}.pvd");
+        let series = format!("{name}.pvd");
+        let written_again = |n: &str| later(n) || ends(n) || n == "history.csv" || n == series;
         let refuse = |listed: &BTreeSet<String>| {
-            let series = format!("{name}.pvd");
             if let Some(other) = listed.iter().find(|n| n.ends_with(".pvd") && **n != series) {
                 return input(format!(
                     "output directory {} holds the run of another case ({other}); a checkpoint of case {name} \
@@ -232,11 +221,15 @@ fn in_use<T>(path: &Path, mut lock: File) -> Result<T> {
     ))
 }
 
-/// Refuse a run directory path that names a file.
-fn not_a_file(path: &Path) -> Result<()> {
-    match path.exists() && !path.is_dir() {
-        true => input(format!("output directory {} is a file, not a directory; choose another --out", path.display())),
-        false => Ok(()),
+/// Refuse a run directory path that names a file, or a directory another run holds (its
+/// files in the making included): checked before anything there is read or changed.
+fn not_held(path: &Path) -> Result<()> {
+    if path.exists() && !path.is_dir() {
+        return input(format!("output directory {} is a file, not a directory; choose another --out", path.display()));
+    }
+    match File::open(path.join(LOCK)) {
+        Ok(lock) if lock.try_lock().is_err() => in_use(path, lock),
+        _ => Ok(()),
     }
 }
 

@@ -51,7 +51,7 @@ extern "C" __global__ void cavity_predictor_l2(
     const real* __restrict__ u, const real* __restrict__ v, const real* __restrict__ p,
     real* __restrict__ us, real* __restrict__ vs, real* __restrict__ ps, CAVITY_ARGS) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    int j = blockIdx.y * blockDim.y + threadIdx.y;
+    int j = block_row() * blockDim.y + threadIdx.y;
     if (!interior(i, j, nx, ny)) return;
     long long k = node(i, j, nx);
 #define AT(x, di, dj) ((x) == 0 ? u : (x) == 1 ? v : p)[k + (di) + (long long)(dj) * nx]
@@ -63,7 +63,7 @@ extern "C" __global__ void cavity_corrector_l2(
     real* __restrict__ u, real* __restrict__ v, real* __restrict__ p,
     const real* __restrict__ us, const real* __restrict__ vs, const real* __restrict__ ps, CAVITY_ARGS) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    int j = blockIdx.y * blockDim.y + threadIdx.y;
+    int j = block_row() * blockDim.y + threadIdx.y;
     if (!interior(i, j, nx, ny)) return;
     long long k = node(i, j, nx);
     real uu, vv, pp, half = (real)0.5;
@@ -83,7 +83,7 @@ extern "C" __global__ void cavity_corrector_l2(
 __device__ __forceinline__ int stage_tiles(
     real* tile, const real* a, const real* b, const real* c, int nx, int ny, int& i, int& j) {
     int bx = blockDim.x, by = blockDim.y, tw = bx + 2, tn = tw * (by + 2);
-    int i0 = blockIdx.x * bx - 1, j0 = blockIdx.y * by - 1;  // tile origin (halo included)
+    int i0 = blockIdx.x * bx - 1, j0 = block_row() * by - 1;  // tile origin (halo included)
     for (int q = threadIdx.y * bx + threadIdx.x; q < tn; q += bx * by) {
         int ii = i0 + q % tw, jj = j0 + q / tw;
         bool in = ii >= 0 && ii < nx && jj >= 0 && jj < ny;

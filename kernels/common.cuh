@@ -10,6 +10,13 @@ __device__ __forceinline__ long long node(int i, int j, int nx) {
     return (long long)j * nx + i;
 }
 
+// Block row of a 2D launch. CUDA allows 65 535 blocks along y, so a taller grid of blocks
+// is folded into z (see `Gpu::grid_2d`); the rows past the grid's end return like any other
+// row outside the domain.
+__device__ __forceinline__ int block_row() {
+    return blockIdx.y + blockIdx.z * gridDim.y;
+}
+
 // COPY, the bandwidth reference: dst = src, COPY_PER_THREAD elements per thread, a block
 // apart (coalesced), all loaded before any is stored: one f32 per thread keeps too few bytes
 // in flight to reach the memory's bandwidth (on an H200 60 % of cudaMemcpy's).

@@ -21,7 +21,7 @@ extern "C" __global__ void heat1d(const real* __restrict__ t, real* __restrict__
 #define HEAT2D_NODES 4
 extern "C" __global__ void heat2d_l2(const real* __restrict__ t, real* __restrict__ out, int nx, int ny, real r) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    int j0 = blockIdx.y * blockDim.y * HEAT2D_NODES + threadIdx.y;
+    int j0 = block_row() * blockDim.y * HEAT2D_NODES + threadIdx.y;
     if (i >= nx) return;
     real c0 = (real)1 - (real)4 * r;
 #pragma unroll
@@ -42,7 +42,7 @@ extern "C" __global__ void heat2d_shared(const real* __restrict__ t, real* __res
     extern __shared__ unsigned char smem[];
     real* tile = (real*)smem;
     int bx = blockDim.x, by = blockDim.y, tw = bx + 2;
-    int i0 = blockIdx.x * bx - 1, j0 = blockIdx.y * by - 1;  // tile origin (halo included)
+    int i0 = blockIdx.x * bx - 1, j0 = block_row() * by - 1;  // tile origin (halo included)
     for (int q = threadIdx.y * bx + threadIdx.x; q < tw * (by + 2); q += bx * by) {
         int ii = i0 + q % tw, jj = j0 + q / tw;
         tile[q] = (ii >= 0 && ii < nx && jj >= 0 && jj < ny) ? t[node(ii, jj, nx)] : (real)0;

@@ -132,7 +132,7 @@ __device__ __forceinline__ void ctcs_point(CTCS_ARGS, const D& d, int c, int l) 
 
 extern "C" __global__ void ctcs_step_l2(CTCS_ARGS) {
     int c = blockIdx.x * blockDim.x + threadIdx.x + 1;
-    int l = blockIdx.y * blockDim.y + threadIdx.y + 1;
+    int l = block_row() * blockDim.y + threadIdx.y + 1;
     if (c > a.nx + 1 || l > a.ny + 1) return;
     CtcsL2 d{H, eta, a.nx + 2};
     ctcs_point(H, eta, hu, hv, f_vq, f_c, eta0, hu0, hv0, a, d, c, l);
@@ -146,7 +146,7 @@ extern "C" __global__ void ctcs_step_l2(CTCS_ARGS) {
 extern "C" __global__ void ctcs_step_shared(CTCS_ARGS) {
     extern __shared__ unsigned char smem[];
     int bx = blockDim.x, by = blockDim.y, t = threadIdx.y * bx + threadIdx.x, n = bx * by;
-    int c0 = blockIdx.x * bx + 1, l0 = blockIdx.y * by + 1;
+    int c0 = blockIdx.x * bx + 1, l0 = block_row() * by + 1;
     int tw = bx + 2, cw = bx + 1, we = a.nx + 2;
     real* h_t = (real*)smem;
     real* rh_t = h_t + (by + 2) * tw;

@@ -78,7 +78,7 @@ __device__ __forceinline__ void fbl_store(real* eta_out, real* hu_out, real* hv_
 
 extern "C" __global__ void fbl_step_l2(FBL_ARGS) {
     int c = blockIdx.x * blockDim.x + threadIdx.x + 1;
-    int l = blockIdx.y * blockDim.y + threadIdx.y + 1;
+    int l = block_row() * blockDim.y + threadIdx.y + 1;
     if (c > a.nx || l > a.ny) return;
     real us0 = fbl_u(h, eta, hu, hv, f_v, a, c, l - 1), us1 = fbl_u(h, eta, hu, hv, f_v, a, c + 1, l - 1);
     real u0 = fbl_u(h, eta, hu, hv, f_v, a, c, l), u1 = fbl_u(h, eta, hu, hv, f_v, a, c + 1, l);
@@ -95,7 +95,7 @@ extern "C" __global__ void fbl_step_l2(FBL_ARGS) {
 extern "C" __global__ void fbl_step_shared(FBL_ARGS) {
     extern __shared__ unsigned char smem[];
     int bx = blockDim.x, by = blockDim.y, t = threadIdx.y * bx + threadIdx.x, n = bx * by;
-    int c0 = blockIdx.x * bx + 1, l0 = blockIdx.y * by + 1;
+    int c0 = blockIdx.x * bx + 1, l0 = block_row() * by + 1;
     int uw = bx + 1, vw = bx;
     real* us = (real*)smem;
     real* vs = us + (by + 2) * uw;

@@ -137,7 +137,7 @@ __device__ __forceinline__ void fv_update(int l, int k, const real* L, real dt, 
 template <class S>
 __device__ __forceinline__ void fv_stage_l2(FV_STAGE_ARGS) {
     int k = blockIdx.x * blockDim.x + threadIdx.x + 2;
-    int l = blockIdx.y * blockDim.y + threadIdx.y + 2;
+    int l = block_row() * blockDim.y + threadIdx.y + 2;
     if (k >= nx + 2 || l >= ny + 2 || !fv_runs(clock)) return;
     real dt = (real)clock[FV_DT], drag = drag_rate * dt;
     FvGrid gr{bi, bm, f, nx, ny, nx + 4, nx + 5, dx, dy, g, theta, wx, wy};
@@ -163,7 +163,7 @@ __device__ __forceinline__ void fv_stage_shared(FV_STAGE_ARGS) {
     real* t = (real*)smem;
     int bx = blockDim.x, by = blockDim.y, tx = threadIdx.x, ty = threadIdx.y;
     int w = nx + 4, h = ny + 4;
-    int k0 = blockIdx.x * bx + 2, l0 = blockIdx.y * by + 2;
+    int k0 = blockIdx.x * bx + 2, l0 = block_row() * by + 2;
     int tw = bx + 4, tn = tw * (by + 4);
     for (int n = ty * bx + tx; n < tn; n += bx * by) {
         int l = l0 - 2 + n / tw, k = k0 - 2 + n % tw;
@@ -403,13 +403,18 @@ extern "C" __global__ void fv_dt_final(const real* __restrict__ partial, int n, 
 
 // One thread: the length of the next step into clock[FV_DT], and whether it runs. With
 // courant > 0 a CFL-adaptive step of a series started with `start` at time t0: courant times
-// the limit that fv_dt_final left in limit[0], shortened or stretched (by `stretch` = 1 + tol)
-// to land on the next instant (end_time, or a multiple of `every` if every > 0), as
+// the limit that fv_dt_final left in limit[0], shortened or stretched (by fv_slack) to land on
+// the next instant (end_time, or a multiple of `every` if every > 0), as
 // Landing::step_length; the series stops after the step that reaches an instant, as the
 // driver's end and output schedules would see it, or on a state with no stable step. With
 // courant = 0 a step of `given` (the host chose and landed it).
+// schedule.rs's slack: how close a clock stepping dt must come to `instant` to have reached it.
+__device__ double fv_slack(double dt, double instant, double tol, double round) {
+    return fmin(fmax(tol * fmin(dt, fabs(instant)), round * fabs(instant)), 1e-3 * dt);
+}
+
 extern "C" __global__ void fv_clock(const real* __restrict__ limit, double courant, double given, double end_time,
-                                    double every, double tol, double stretch, int start, double t0,
+                                    double every, double tol, double round, int start, double t0,
                                     double* __restrict__ clock) {
     if (courant <= 0.0) {
         clock[FV_DT] = given;
@@ -434,7 +439,7 @@ extern "C" __global__ void fv_clock(const real* __restrict__ limit, double coura
     double target = end_time;
     if (every > 0.0) target = fmin(target, (floor(t / every + tol) + 1.0) * every);
     double remaining = target - t;
-    double dt = remaining <= proposal * stretch ? remaining : proposal;
+    double dt = remaining <= proposal + fv_slack(proposal, target, tol, round) ? remaining : proposal;
     double next = t + dt;
     clock[FV_T] = next;
     clock[FV_DT] = dt;
@@ -442,5 +447,5 @@ extern "C" __global__ void fv_clock(const real* __restrict__ limit, double coura
     clock[FV_STEPS] += 1.0;
     clock[FV_PROPOSAL] = proposal;
     bool output = every > 0.0 && floor(next / every + tol) > floor(t0 / every + tol);
-    if (output || end_time - next <= tol * proposal) clock[FV_STOP] = 1.0;
+    if (output || end_time - next <= fv_slack(proposal, end_time, tol, round)) clock[FV_STOP] = 1.0;
 }

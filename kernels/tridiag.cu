@@ -24,7 +24,7 @@ extern "C" __global__ void implicit_explicit1d(const real* __restrict__ src, rea
 // (y: south, north), in that order.
 extern "C" __global__ void implicit_explicit2d(const real* __restrict__ src, real* __restrict__ dst, int nx, int ny, int stride, real c0, real h) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    int j = blockIdx.y * blockDim.y + threadIdx.y;
+    int j = block_row() * blockDim.y + threadIdx.y;
     if (i >= nx || j >= ny) return;
     long long k = node(i, j, nx);
     if (i == 0 || j == 0 || i == nx - 1 || j == ny - 1) {

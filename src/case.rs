@@ -226,9 +226,9 @@ impl Case {
             return input("time: give end_time or end_step (or both; the run stops at the first)");
         }
         if let Some(e) = t.end_time
-            && !(e.is_finite() && e > 0.0)
+            && !(e.is_normal() && e > 0.0)
         {
-            return input(format!("time.end_time: {e} must be a positive number"));
+            return input(format!("time.end_time: {e} must be a positive number (and not subnormal)"));
         }
         if t.end_step == Some(0) {
             return input("time.end_step: must be at least 1");

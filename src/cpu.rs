@@ -193,7 +193,11 @@ impl TemporalBlock {
             }
         };
         if steps * levels_per_step >= 2 * threads {
-            return Some(Tiling::pipelined_steps(nx, steps, levels_per_step, threads));
+            // No more stages than hardware threads: a stage waits for its neighbours by
+            // spinning, and with more stages than cores it spins while the one it waits for
+            // is preempted (20-30 times slower with 8 threads on 2 cores).
+            let hardware = std::thread::available_parallelism().map_or(threads, |n| n.get());
+            return Some(Tiling::pipelined_steps(nx, steps, levels_per_step, threads.min(hardware)));
         }
         Some(Tiling::for_steps(nx, steps, levels_per_step, threads))
     }

@@ -224,6 +224,13 @@ fn after_parentheses(s: &str) -> &str {
     ""
 }
 
+/// `rows` rows of blocks as a grid of `gy x gz` blocks with `gy` within CUDA's 65 535 and
+/// `gy * gz >= rows`; the few rows past `rows` fall outside the domain.
+fn fold_rows(rows: u64) -> (u64, u64) {
+    let gz = rows.div_ceil(65_535).max(1);
+    (rows.div_ceil(gz), gz)
+}
+
 /// A kernel file loaded on a device with every one of its kernels, taken by handle.
 pub struct Kernels<K: Kernel> {
     functions: Vec<(K, CudaFunction)>,
@@ -572,17 +579,18 @@ impl Gpu {
         Ok(())
     }
 
-    /// Grid of `block`-shaped blocks covering `nx x ny` nodes, within CUDA's limit of 65 535
-    /// blocks along y.
+    /// Grid of `block`-shaped blocks covering `nx x ny` nodes. CUDA allows 65 535 blocks
+    /// along y: more rows of blocks are folded into z, which the kernels' `block_row()` reads.
     pub fn grid_2d(&self, nx: usize, ny: usize, block: [u32; 2]) -> Result<(u32, u32, u32)> {
-        let (gx, gy) = ((nx as u64).div_ceil(block[0] as u64), (ny as u64).div_ceil(block[1] as u64));
-        if gy > 65_535 || gx > i32::MAX as u64 {
+        let (gx, rows) = ((nx as u64).div_ceil(block[0] as u64), (ny as u64).div_ceil(block[1] as u64));
+        let (gy, gz) = fold_rows(rows);
+        if gz > 65_535 || gx > i32::MAX as u64 {
             return input(format!(
-                "gpu.block: [{}, {}] needs a grid of {gx} x {gy} blocks for {nx} x {ny} nodes; CUDA allows 65535 along y (use a taller block)",
+                "gpu.block: [{}, {}] needs a grid of {gx} x {rows} blocks for {nx} x {ny} nodes, more than CUDA launches",
                 block[0], block[1]
             ));
         }
-        Ok((gx as u32, gy as u32, 1))
+        Ok((gx as u32, gy as u32, gz as u32))
     }
 
     /// Let kernel `f` launch with `bytes` of dynamic shared memory: above the default 48 KiB
@@ -647,4 +655,21 @@ impl Gpu {
 /// Map a driver error of a running solver to a run failure.
 pub fn driver_err(what: &str) -> impl Fn(cudarc::driver::DriverError) -> SimError + '_ {
     move |e| SimError::Run(format!("CUDA {what}: {e:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fold_rows;
+
+    #[test]
+    fn folded_rows_cover_the_grid_within_cudas_limits() {
+        for rows in [1, 2, 65_534, 65_535, 65_536, 131_070, 131_071, 1 << 20, 65_535 * 65_535] {
+            let (gy, gz) = fold_rows(rows);
+            assert!(gy <= 65_535 && gz <= 65_535, "{rows}: {gy} x {gz}");
+            assert!(gy * gz >= rows, "{rows}: {gy} x {gz} leaves rows out");
+            // Folding wastes less than one row of blocks per layer.
+            assert!(gy * gz - rows < gz, "{rows}: {gy} x {gz}");
+        }
+        assert_eq!(fold_rows(65_535), (65_535, 1));
+    }
 }

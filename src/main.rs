@@ -290,6 +290,10 @@ fn main() -> ExitCode {
                 Backend::Cuda if temporal_block.is_some() => {
                     Some("--temporal-block sets up the CPU kernels; this bench runs on CUDA (--backend cpu)".into())
                 }
+                // Solvers whose CPU kernels step one at a time.
+                _ if temporal_block.is_some() && matches!(name.as_str(), "lskum" | "tridiag" | "copy") => {
+                    Some(format!("--temporal-block: {name} has no temporally blocked kernels (heat, cavity and shallow water have)"))
+                }
                 _ => None,
             };
             match (other_back_end, block.as_deref()) {

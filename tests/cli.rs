@@ -118,6 +118,9 @@ fn existing_run_directory_needs_overwrite() {
     let dir = with_run("overwrite");
     expect_input_error(&dir, &["run", "good.yaml"], &["out/h", "--overwrite", "--restart"]);
     expect_input_error(&dir, &["run", "good.yaml", "--out", "good.yaml", "--overwrite"], &["good.yaml", "is a file, not a directory"]);
+    // `sim check` finds it too, also for a directory below a file.
+    write(&dir, "under.yaml", &format!("{GOOD}output: {{dir: good.yaml/sub}}\n"));
+    expect_input_error(&dir, &["check", "under.yaml"], &["good.yaml/sub: ", "good.yaml is a file", "output.dir"]);
     // A file that is not ours survives --overwrite; the old results are replaced.
     write(&dir.join("out/h"), "notes.txt", "keep me");
     ok(sim(&dir, &["run", "good.yaml", "--overwrite", "--quiet", "--steps", "5"]));

@@ -102,6 +102,22 @@ fn other_block_shapes_match_the_cpu_bitwise() {
     }
 }
 
+/// A grid taller than CUDA's 65 535 blocks along y (65 537 rows of one-row blocks): the launch
+/// folds the rows of blocks into z, and every row is still stepped once.
+#[test]
+fn a_grid_taller_than_cudas_block_rows_matches_the_cpu_bitwise() {
+    let Some(c) = cuda() else { return };
+    for (scheme, variant) in [("fbl", Variant::L2), ("ctcs", Variant::Shared)] {
+        let body = format!(
+            "scheme: {scheme}, nx: 3, ny: 65536, dx: 200, dt: 1.0, coriolis: {{f0: 0.01}}, \
+             boundary: {{north: periodic, south: periodic}}, bathymetry: {{flat: 60}}, \
+             initial: {{hump: {{shape: gaussian, amplitude: 1.0, radius: 20000, center: [300, 6553600]}}}}"
+        );
+        let opts = GpuOptions { variant, block: Some([32, 1]), ..Default::default() };
+        assert_same(c.gpu(), &body, Precision::F32, opts, &[1.0; 3]);
+    }
+}
+
 /// The GPU Ocean regression cases of spec §9.1 (the CPU unit tests in fbl.rs and ctcs.rs check
 /// them against the published arrays): the same physics, initial states and step sequences,
 /// bitwise equal on the device, so the device passes them too.

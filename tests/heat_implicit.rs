@@ -87,6 +87,9 @@ fn spike_fallback_is_reported() {
     let report = h.report();
     let reason = report.get("tridiagonal_fallback").and_then(|v| v.as_str()).unwrap_or_default().to_string();
     assert!(reason.contains("dominance"), "{report:?}");
+    // A shortened last step (r = 0.05, truncated) leaves the run's fallback reported as it was.
+    h.advance(h.dt() * 1e-3).unwrap();
+    assert_eq!(h.report().get("tridiagonal_fallback").and_then(|v| v.as_str()), Some(reason.as_str()));
     // Strongly dominant (r = 0.4: (1 + r)/r = 3.5) on partitions of 125 rows: truncated.
     let mut h = cn::<f64>(1001, 0.4, TridiagonalSolver::Spike, Some(8));
     h.advance(h.dt()).unwrap();

@@ -220,6 +220,67 @@ fn sighup_checkpoints_and_a_restart_cleans_what_a_kill_left() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// Peak resident memory (bytes) of `sim run c.yaml` in `dir`, as the kernel counts it for a
+/// child process (Python's `resource`, which reads getrusage).
+fn peak_of_run(dir: &std::path::Path, case: &str) -> u64 {
+    write(dir, "c.yaml", case);
+    let script = "import resource, subprocess, sys\n\
+                  r = subprocess.run(sys.argv[1:])\n\
+                  print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)";
+    let o = std::process::Command::new("python3")
+        .current_dir(dir)
+        .args(["-c", script, env!("CARGO_BIN_EXE_sim"), "run", "c.yaml", "--quiet", "--overwrite"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    let [code, kib] = [0, 1].map(|k| text.split_whitespace().nth(k).unwrap_or_else(|| panic!("{text}")).to_string());
+    assert_eq!(code, "0", "{case}: {}", stderr(&o));
+    kib.parse::<u64>().unwrap() * 1024
+}
+
+/// The memory check's estimate (what `sim check` prints) holds the peak of a real run, less
+/// what a run of the same solver on a tiny grid takes (the program, its libraries, threads):
+/// the runs write a frame and a checkpoint, whose copies of the fields count.
+#[test]
+fn the_memory_estimate_holds_the_peak_of_a_run() {
+    let dir = scratch("rel_memory");
+    ok(sim(&dir, &["mesh", "naca0012", "--ni", "640", "--nj", "240", "--out", "big.txt"]));
+    ok(sim(&dir, &["mesh", "naca0012", "--ni", "16", "--nj", "4", "--out", "small.txt"]));
+    let sw = |scheme: &str, n: usize| {
+        format!(
+            "shallow_water: {{scheme: {scheme}, nx: {n}, ny: {n}, dx: 200, dt: 0.9, bathymetry: {{flat: 60}}, \
+             initial: {{bump: {{position: central}}}}}}"
+        )
+    };
+    let cases = [
+        ("heat1d: {n: 4194304, r: 0.4}".to_string(), "heat1d: {n: 64, r: 0.4}".to_string()),
+        ("heat1d: {n: 4194304, r: 4, method: crank_nicolson}".into(), "heat1d: {n: 64, r: 4, method: crank_nicolson}".into()),
+        ("heat2d: {n: 1024, r: 2, method: adi}".into(), "heat2d: {n: 17, r: 2, method: adi}".into()),
+        ("cavity: {n: 513, re: 100}".into(), "cavity: {n: 17, re: 100}".into()),
+        (sw("fbl", 700), sw("fbl", 16)),
+        (sw("ctcs", 700), sw("ctcs", 16)),
+        (sw("cdklm16", 700), sw("cdklm16", 16)),
+        (sw("kp07", 700), sw("kp07", 16)),
+        ("lskum: {cloud: big.txt, format: sim, mach: 0.63}".into(), "lskum: {cloud: small.txt, format: sim, mach: 0.63}".into()),
+    ];
+    for (big, small) in cases {
+        let case = |solver: &str| format!("name: m\nsolver:\n  {solver}\ntime: {{end_step: 2}}\n");
+        write(&dir, "c.yaml", &case(&big));
+        let printed = String::from_utf8_lossy(&ok(sim(&dir, &["check", "c.yaml"])).stdout).to_string();
+        let mib: f64 = printed
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("memory: ")?.split_whitespace().next()?.parse().ok())
+            .unwrap_or_else(|| panic!("{printed}"));
+        let estimate = (mib * (1u64 << 20) as f64) as u64;
+        let base = peak_of_run(&dir, &case(&small));
+        let peak = peak_of_run(&dir, &case(&big));
+        let used = peak.saturating_sub(base);
+        eprintln!("{big}: estimate {:.0} MiB, run {:.0} MiB above a tiny run's", mib, used as f64 / (1u64 << 20) as f64);
+        assert!(used <= estimate, "{big}: a run took {used} bytes above a tiny run's, the estimate {estimate}");
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 #[test]
 fn runs_that_could_not_end_or_fit_are_refused() {
     let dir = scratch("rel_limits");
@@ -244,6 +305,20 @@ fn runs_that_could_not_end_or_fit_are_refused() {
         assert!(t0.elapsed() < Duration::from_secs(20), "{what}: refused at once");
         assert!(!dir.join("out").exists(), "{what}: nothing written");
     }
+    // Frames: each step lands on an instant of every_time (the end given as a step only), or
+    // every step writes one.
+    let frames = "name: h\nsolver:\n  heat1d: {n: 11, r: 0.4}\ntime: {end_step: 2000000}\noutput: ";
+    for (output, key) in [("{every_time: 1.0e-9}", "output.every_time"), ("{every_steps: 1}", "output.every_steps")] {
+        write(&dir, "c.yaml", &format!("{frames}{output}\n"));
+        for cmd in ["check", "run"] {
+            exit2(&sim(&dir, &[cmd, "c.yaml"]), &[key, "output frames before the end of the run (step 2000000)", "limit"]);
+        }
+    }
+    write(&dir, "c.yaml", "name: h\nsolver:\n  heat1d: {n: 11, r: 0.4}\ntime: {end_time: 1.0e-320}\n");
+    exit2(&sim(&dir, &["check", "c.yaml"]), &["time.end_time", "subnormal"]);
+    // An initial condition that overflows (the peak 1/(4 pi a t0) of a heat kernel).
+    write(&dir, "c.yaml", "name: h\nsolver:\n  heat2d: {n: 33, r: 0.2, t0: 1.0e-310}\ntime: {end_step: 3}\n");
+    exit2(&sim(&dir, &["run", "c.yaml"]), &["initial state", "inf", "field T", "initial-condition parameters"]);
     write(&dir, "c.yaml", GOOD);
     exit2(&sim(&dir, &["run", "c.yaml", "--threads", "100000"]), &["--threads"]);
     exit2(&sim(&dir, &["run", "c.yaml", "--steps", "0"]), &["--steps"]);

@@ -221,5 +221,8 @@ fn a_bad_temporal_block_is_refused() {
     }
     let o = sim(&dir, &["bench", "heat2d", "--size", "64", "--seconds", "0.01", "--temporal-block", "-1"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    // A solver without blocked kernels would ignore it.
+    let o = sim(&dir, &["bench", "lskum", "--size", "1000", "--seconds", "0.01", "--backend", "cpu", "--temporal-block", "4"]);
+    exit2(&o, &["--temporal-block", "lskum"]);
     std::fs::remove_dir_all(dir).unwrap();
 }

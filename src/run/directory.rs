@@ -221,11 +221,16 @@ fn in_use<T>(path: &Path, mut lock: File) -> Result<T> {
     ))
 }
 
-/// Refuse a run directory path that names a file, or a directory another run holds (its
-/// files in the making included): checked before anything there is read or changed.
-fn not_held(path: &Path) -> Result<()> {
-    if path.exists() && !path.is_dir() {
-        return input(format!("output directory {} is a file, not a directory; choose another --out", path.display()));
+/// Refuse a run directory path that names a file (or lies under one), or a directory another
+/// run holds (its files in the making included): checked before anything there is read or
+/// changed, and by `sim check`.
+pub fn not_held(path: &Path) -> Result<()> {
+    if let Some(file) = path.ancestors().find(|a| a.exists() && !a.is_dir()) {
+        let what = if file == path { String::new() } else { format!(": {}", file.display()) };
+        return input(format!(
+            "output directory {}{what} is a file, not a directory; choose another --out or output.dir",
+            path.display()
+        ));
     }
     match File::open(path.join(LOCK)) {
         Ok(lock) if lock.try_lock().is_err() => in_use(path, lock),

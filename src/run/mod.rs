@@ -25,6 +25,7 @@ pub fn check(opts: &RunOptions) -> Result<String> {
     let plan = plan(opts)?;
     let spec = plan.case.solver.spec();
     crate::validate::threads("threads", plan.case.threads)?;
+    directory::not_held(&plan.out_dir)?;
     // The device the run would take, refused as the run refuses it.
     let (device, note) = solvers::choose_device(plan.case.backend, &plan.case, 0)?;
     let on_cpu = matches!(device, Device::Cpu(_));
@@ -158,6 +159,20 @@ pub fn run_on(opts: &RunOptions, procs: Option<&dyn Processes>) -> Result<serde_
                 solver.step(),
                 report::time_text(solver.as_ref()),
                 stop.text()
+            ));
+        }
+        if restart.is_none()
+            && let Some(nf) = solver.find_non_finite()
+        {
+            // The initial condition itself: its parameters, not the stepping, are at fault.
+            let at: Vec<String> = nf.index.iter().map(|i| i.to_string()).collect();
+            return input(format!(
+                "the initial state holds the non-finite value {} in field {} at node ({}): the case's \
+                 initial-condition parameters overflow {} arithmetic; check them or use precision: f64",
+                nf.value,
+                nf.field,
+                at.join(", "),
+                solver.precision().name()
             ));
         }
         // From here a signal waits for the first step's end (with a checkpoint), so that it

@@ -146,7 +146,7 @@ pub fn check_text(
         t += &format!("  {line}\n");
     }
     let mem = case.solver.spec().memory_estimate(precision);
-    t += &format!("  memory: {:.1} MiB of field storage\n", mem as f64 / (1u64 << 20) as f64);
+    t += &format!("  memory: {:.1} MiB at the peak (fields, and the copies output and checkpoints make)\n", mem as f64 / (1u64 << 20) as f64);
     if stop.end_step.is_none() && case.solver.spec().nominal_dt().is_none() && case.solver.spec().clock() == crate::solver::Clock::Physical {
         t += &format!("  steps: as many as the adaptive time step takes (stop at {})\n", stop.text());
     } else {

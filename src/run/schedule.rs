@@ -6,14 +6,28 @@ use crate::case::Case;
 use crate::error::{Result, input};
 use crate::solver::{Clock, Solver};
 
-/// Relative slack on time comparisons: an instant within `TOL * dt` counts as reached.
+/// Relative slack on time comparisons: a multiple of `output.every_time` within `TOL` of the
+/// interval counts as reached, and an instant within `TOL` of a step (see [`slack`]).
 pub const TOL: f64 = 1e-9;
+
+/// The round-off that summing steps leaves in the simulated time, relative to the instant
+/// reached (thousands of steps of an exact divisor of it add up to a few ulps off).
+pub const ROUND: f64 = 1e-12;
+
+/// How close a clock stepping `dt` must come to `instant` to have reached it: `TOL` of a step,
+/// but of no more than the instant itself (a step far longer than the run must not end it
+/// early), or the round-off of the summed steps, whichever is larger, and never more than a
+/// thousandth of a step. `fv_clock` in `kernels/shallow_water_fv.cuh` forms the same value.
+pub fn slack(dt: f64, instant: f64) -> f64 {
+    (TOL * dt.min(instant.abs())).max(ROUND * instant.abs()).min(1e-3 * dt)
+}
 
 /// The most steps a run may take (about 1.1e12): beyond it a run would not end in practice.
 pub const MAX_STEPS: u64 = 1 << 40;
 
-/// The most output instants `output.every_time` may ask for before the end of a run: each
-/// lands a step and writes a frame, so far more is a mistyped interval, not a plan.
+/// The most frames `output.every_time` or `output.every_steps` may ask for before the end of a
+/// run: each writes a file (and an instant lands a step), so far more is a mistyped interval,
+/// not a plan.
 pub const MAX_FRAMES: u64 = 1_000_000;
 
 /// The nominal step of `s`, None under pseudo-time.
@@ -40,6 +54,8 @@ pub struct Stop {
     pub end_time: Option<f64>,
     /// `output.every_time`: each of its instants before the end may shorten a step.
     pub every_time: Option<f64>,
+    /// `output.every_steps`, counted for the limit on frames.
+    pub every_steps: Option<u64>,
 }
 
 impl Stop {
@@ -50,7 +66,7 @@ impl Stop {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        Stop { end_step, end_time: case.time.end_time, every_time: case.output.every_time }
+        Stop { end_step, end_time: case.time.end_time, every_time: case.output.every_time, every_steps: case.output.every_steps }
     }
 
     pub fn done(&self, s: &dyn Solver) -> bool {
@@ -59,7 +75,7 @@ impl Stop {
 
     /// [`Stop::done`] for a solver at `step` and `time` with nominal step `dt`.
     pub fn done_at(&self, step: u64, time: f64, dt: f64, clock: Clock) -> bool {
-        let by_time = clock == Clock::Physical && self.end_time.is_some_and(|t| t - time <= TOL * dt);
+        let by_time = clock == Clock::Physical && self.end_time.is_some_and(|t| t - time <= slack(dt, t));
         self.end_step.is_some_and(|e| step >= e) || by_time
     }
 
@@ -68,7 +84,7 @@ impl Stop {
     pub fn last_step(&self, step: u64, time: f64, dt: Option<f64>) -> u64 {
         let by_time = match (self.end_time, dt) {
             // The float-to-integer cast saturates, so a tiny dt cannot wrap around.
-            (Some(t), Some(dt)) => Some(step.saturating_add(((t - time) / dt - TOL).ceil().max(0.0) as u64)),
+            (Some(t), Some(dt)) => Some(step.saturating_add(((t - time - slack(dt, t)) / dt).ceil().max(0.0) as u64)),
             _ => None,
         };
         match (self.end_step, by_time) {
@@ -108,13 +124,23 @@ impl Stop {
         }
         // A checkpoint past a lowered end has no steps left (the caller says so).
         let steps = self.last_step(step, time, dt).saturating_sub(step);
-        let frames = self.output_instants(step, time);
+        let frames = self.output_instants(step, time, dt);
         if frames > MAX_FRAMES as f64 {
             return input(format!(
-                "output.every_time: {:e} asks for {frames:.3e} output frames before time.end_time = {:e}, more \
+                "output.every_time: {:e} asks for {frames:.3e} output frames before the end of the run ({}), more \
                  than the limit of {MAX_FRAMES}; use a larger interval",
                 self.every_time.unwrap_or_default(),
-                self.end_time.unwrap_or_default()
+                self.text()
+            ));
+        }
+        if let Some(every) = self.every_steps
+            && steps / every > MAX_FRAMES
+        {
+            return input(format!(
+                "output.every_steps: {every} asks for {} output frames before the end of the run ({}), more than \
+                 the limit of {MAX_FRAMES}; use a larger interval",
+                steps / every,
+                self.text()
             ));
         }
         let steps = steps.saturating_add(frames as u64);
@@ -130,11 +156,18 @@ impl Stop {
     }
 
     /// How many instants of `output.every_time` lie between `time` and the end of a run from
-    /// `step`: at most one per step, so no more than an end step leaves.
-    fn output_instants(&self, step: u64, time: f64) -> f64 {
-        let (Some(end), Some(every)) = (self.end_time, self.every_time) else { return 0.0 };
+    /// `step` with full steps of `dt`: at most one per step, so no more than an end step
+    /// leaves, and none beyond the time its full steps reach.
+    fn output_instants(&self, step: u64, time: f64, dt: Option<f64>) -> f64 {
+        let Some(every) = self.every_time else { return 0.0 };
+        let steps = self.end_step.map(|e| e.saturating_sub(step) as f64);
+        let end = match (self.end_time, steps, dt) {
+            (Some(end), _, _) => end,
+            (None, Some(n), Some(dt)) => time + n * dt,
+            _ => return 0.0,
+        };
         let by_time = ((end - time) / every).ceil().max(0.0);
-        self.end_step.map_or(by_time, |e| by_time.min(e.saturating_sub(step) as f64))
+        steps.map_or(by_time, |n| by_time.min(n))
     }
 
     pub fn text(&self) -> String {
@@ -158,12 +191,13 @@ pub struct Landing {
 
 impl Landing {
     /// Length of the step from `t` for the proposal `dt`: shortened (or stretched by at most
-    /// `TOL`, instead of leaving a sliver) to end exactly on the next instant. `t + (T - t)`
+    /// [`slack`], instead of leaving a sliver) to end exactly on the next instant. `t + (T - t)`
     /// is exactly `T` in floating point whenever `T/2 <= t`, i.e. for every step that lands
     /// after the first (Sterbenz).
     pub fn step_length(&self, t: f64, dt: f64) -> f64 {
-        let remaining = self.next_instant(t) - t;
-        if remaining <= dt * (1.0 + TOL) { remaining } else { dt }
+        let next = self.next_instant(t);
+        let remaining = next - t;
+        if remaining <= dt + slack(dt, next) { remaining } else { dt }
     }
 
     /// The first instant after `t` (infinity if none).
@@ -231,9 +265,9 @@ mod tests {
         let landing = Landing { end_time: Some(1.0), every_time: Some(0.1) };
         let dt = 0.03;
         let (mut t, mut hits) = (0.0f64, Vec::new());
-        while 1.0 - t > TOL * dt {
+        while 1.0 - t > slack(dt, 1.0) {
             let h = landing.step_length(t, dt);
-            assert!(h > 0.0 && h <= dt * (1.0 + TOL), "step {h} at t = {t}");
+            assert!(h > 0.0 && h <= dt + slack(dt, 1.0), "step {h} at t = {t}");
             let before = t;
             t += h;
             if multiples(t, 0.1) > multiples(before, 0.1) {
@@ -253,6 +287,25 @@ mod tests {
         assert_eq!(landing.step_length(0.0, dt), dt);
         // An instant further away than TOL is not stretched to.
         assert_eq!(landing.step_length(0.0, 0.4), 0.4);
+    }
+
+    /// The end of a run that a step of `dt` overshoots by far is still reached by a step of
+    /// its own, and steps that divide the end reach it without a sliver step after them.
+    #[test]
+    fn the_end_is_reached_exactly_once_whatever_the_step() {
+        for (dt, end) in [(1e10, 9.0), (4e-3, 1e-12), (1e28, 1.0)] {
+            let stop = Stop { end_step: None, end_time: Some(end), every_time: None, every_steps: None };
+            let landing = Landing { end_time: Some(end), every_time: None };
+            assert!(!stop.done_at(0, 0.0, dt, Clock::Physical), "dt {dt}, end {end}: done before a step");
+            assert_eq!(landing.step_length(0.0, dt), end);
+            assert!(stop.done_at(1, end, dt, Clock::Physical));
+            assert_eq!(stop.landed_last_step(&landing, 0, 0.0, dt, 10), Some(1));
+        }
+        // 10 000 steps of 5e-8 sum to 4.99999999999885735e-4, an ulp-sized sliver short of 5e-4.
+        let (dt, end) = (5e-8, 5e-4);
+        let stop = Stop { end_step: None, end_time: Some(end), every_time: Some(1e-4), every_steps: None };
+        let landing = Landing { end_time: Some(end), every_time: Some(1e-4) };
+        assert_eq!(stop.landed_last_step(&landing, 0, 0.0, dt, 20_000), Some(10_000));
     }
 
     #[test]

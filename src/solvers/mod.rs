@@ -47,7 +47,9 @@ pub trait SolverSpec {
     fn scheme_name(&self) -> Option<&'static str> {
         None
     }
-    /// Bytes of field storage the solver allocates (checked against the machine's memory).
+    /// Bytes a run of the solver holds at its peak: its fields and the copies that output and
+    /// checkpoints make (checked against the machine's memory; a test holds it above the
+    /// measured peak of a run of each solver).
     fn memory_estimate(&self, precision: Precision) -> usize;
     /// The length of a full step (None under pseudo-time), known before anything is built.
     fn nominal_dt(&self) -> Option<f64>;
@@ -96,8 +98,8 @@ pub fn check_memory(bytes: usize) -> Result<()> {
     let gib = |b: f64| b / (1u64 << 30) as f64;
     match crate::memory::available() {
         Some(free) if bytes as u64 > free => input(format!(
-            "the fields need {:.2} GiB of memory and this machine has {:.2} GiB available; reduce the grid or \
-             the number of points",
+            "the run needs about {:.2} GiB of memory (its fields, and the copies output and checkpoints make) \
+             and this machine has {:.2} GiB available; reduce the grid or the number of points",
             gib(bytes as f64),
             gib(free as f64)
         )),

@@ -163,16 +163,19 @@ pub struct CpuImplicit<T: Real> {
     r: Option<T>,
     x: Option<Factors<T>>,
     y: Option<Thomas<T>>,
+    /// Why SPIKE first fell back to Thomas in this run, if it did.
+    fell_back: Option<String>,
 }
 
 impl<T: Real> CpuImplicit<T> {
     pub fn new(next: Padded<T>, nx: usize, ny: usize, solver: TridiagonalSolver, partitions: usize) -> Self {
-        CpuImplicit { next, nx, ny, solver, partitions, r: None, x: None, y: None }
+        CpuImplicit { next, nx, ny, solver, partitions, r: None, x: None, y: None, fell_back: None }
     }
 
-    /// Why SPIKE fell back to Thomas, if it did.
+    /// Why SPIKE fell back to Thomas, if it did for any step of the run (the full steps' matrix,
+    /// not only the last, shortened step's).
     pub fn fallback(&self) -> Option<&str> {
-        self.x.as_ref().and_then(Factors::fallback)
+        self.fell_back.as_deref()
     }
 
     /// The tridiagonal solver along x and its SPIKE partitions.
@@ -185,7 +188,9 @@ impl<T: Real> CpuImplicit<T> {
         if self.r == Some(r) {
             return Ok(());
         }
-        self.x = Some(Factors::along_x(self.nx, r, self.solver, self.partitions)?);
+        let x = Factors::along_x(self.nx, r, self.solver, self.partitions)?;
+        self.fell_back = self.fell_back.take().or_else(|| x.fallback().map(str::to_string));
+        self.x = Some(x);
         self.y = if self.ny > 1 { Some(Thomas::new(&matrix(self.ny - 2, r))?) } else { None };
         self.r = Some(r);
         Ok(())

@@ -151,7 +151,8 @@ impl<T: Real> CudaImplicit<T> {
             return Ok(());
         }
         let x = Factors::along_x(self.nx, r, self.solver, self.partitions)?;
-        self.fallback = x.fallback().map(str::to_string);
+        // The first fallback of the run stays (a shortened last step may well be truncated).
+        self.fallback = self.fallback.take().or_else(|| x.fallback().map(str::to_string));
         self.x = Some(match &x {
             Factors::Thomas(t) => DeviceX::Thomas(DeviceThomas::upload(&self.field.stream, t)?),
             Factors::Spike(plan) => match plan.thomas() {

@@ -140,7 +140,7 @@ impl<T: Real> Ctcs<T> {
     /// and north boundary faces included, the neighbours' first ones); exchanged in the ghost
     /// pass of every new level, both levels hold the serial values on all their entries.
     pub(super) fn with_halo(p: &Physics, init: &Initial, halos: Option<Halos>) -> Self {
-        let h = Field::sample(p, ETA, init.depth);
+        let h = fd_boundary::sample_depth(p, init.depth);
         let mut cur = State::sample(p, init);
         cur.fill(p, false, halos.as_ref());
         let sponge = [p.sides.north, p.sides.east, p.sides.south, p.sides.west]

@@ -103,7 +103,7 @@ impl<T: Real> Fbl<T> {
     /// `halos`. The step computes everything from the old state (U* in the ghost rows too),
     /// so one exchange per step, in the ghost pass, keeps the block's arrays the serial ones.
     pub(super) fn with_halo(p: &Physics, init: &Initial, halos: Option<Halos>) -> Self {
-        let h = Field::sample(p, ETA, init.depth);
+        let h = fd_boundary::sample_depth(p, init.depth);
         let mut cur = State::sample(p, init);
         cur.fill(p, p.gpu_ocean_compat, halos.as_ref());
         let sponge = [p.sides.north, p.sides.east, p.sides.south, p.sides.west]

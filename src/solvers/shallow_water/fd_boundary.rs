@@ -417,6 +417,19 @@ pub(super) fn blockable(p: &Physics) -> bool {
     [s.north, s.east, s.south, s.west].iter().all(|&side| side == Side::Wall) && p.nx >= 2 && p.ny >= 2
 }
 
+/// The equilibrium depth H at the cell centres (halo 1). A periodic direction's ghost cells
+/// take the depth of the interior cell they copy: the two copies of the seam's face then see
+/// the same depths, so the scheme moves as much water out through one as in through the other.
+pub(super) fn sample_depth<T: Real>(p: &Physics, depth: &(dyn Fn(super::grid::At) -> f64 + Sync)) -> Field<T> {
+    let ([nx, ny], [px, py]) = p.whole();
+    let wrap = |s: usize, n: usize, periodic: bool| match s {
+        0 if periodic => n,
+        s if periodic && s == n + 1 => 1,
+        s => s,
+    };
+    Field::sample_at(p, ETA, |[k, l]| [wrap(k, nx, px), wrap(l, ny, py)], depth)
+}
+
 /// Coriolis parameter `f(y)` at `y = (row + offset) dy` for every stored row `0..rows`
 /// (its row in the whole domain on a rank's block), rounded to `T` once.
 pub(super) fn coriolis_rows<T: Real>(p: &Physics, rows: usize, offset: f64) -> Vec<T> {

@@ -33,7 +33,7 @@ use super::fv::{CELLS, Fv, Operator, Sets, split};
 use super::part::Halo;
 use super::grid::{Field, Physics, Side, SpongeKind};
 use super::scheme::{Cells, Initial, Landed, Scheme};
-use crate::run::schedule::{Landing, TOL};
+use crate::run::schedule::{Landing, ROUND, TOL};
 
 /// Threads per block of the boundary passes and of the dt reduction (a power of two).
 const LINE: u32 = 256;
@@ -373,12 +373,12 @@ impl<T: Real> FvCuda<T> {
     fn queue_clock(&mut self, courant: f64, given: f64, landing: &Landing, start: bool, t0: f64) -> Result<()> {
         let end_time = landing.end_time.unwrap_or(f64::INFINITY);
         let every = landing.every_time.unwrap_or(0.0);
-        let (tol, stretch, start) = (TOL, 1.0 + TOL, start as i32);
+        let (tol, round, start) = (TOL, ROUND, start as i32);
         let mut l = self.stream.launch_builder(&self.k.clock);
-        l.arg(&self.dt_out).arg(&courant).arg(&given).arg(&end_time).arg(&every).arg(&tol).arg(&stretch);
+        l.arg(&self.dt_out).arg(&courant).arg(&given).arg(&end_time).arg(&every).arg(&tol).arg(&round);
         l.arg(&start).arg(&t0).arg(&mut self.clock);
         let cfg = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (1, 1, 1), shared_mem_bytes: 0 };
-        // SAFETY: matches fv_clock(limit, courant, given, end_time, every, tol, stretch, start,
+        // SAFETY: matches fv_clock(limit, courant, given, end_time, every, tol, round, start,
         // t0, clock); clock holds CLOCK values, dt_out one.
         unsafe { l.launch(cfg) }.map_err(driver_err("clock launch"))?;
         Ok(())

@@ -35,12 +35,30 @@ pub fn read(key: &str, path: &Path, name: &str, shapes: &[[usize; 2]]) -> Result
         .read_raw::<f64>()
         .map_err(|e| crate::error::SimError::Input(format!("{key}: cannot read dataset {name:?} of {file} as numbers ({e})")))?;
     // NetCDF marks missing data (land, gaps) with the variable's fill value, and `missing_value`
-    // may list several; NetCDF-4 stores either as a one-element array or a scalar.
-    for attr in ["_FillValue", "missing_value"] {
-        let Ok(a) = ds.attr(attr) else { continue };
-        let marks = a.read_raw::<f64>().map_err(|e| {
+    // may list several; NetCDF-4 stores either as a one-element array or a scalar. Without the
+    // attributes, NetCDF-4 still fills what was never written (masked cells too) with the
+    // dataset's HDF5 fill value (9.97e36 for floats). A fill of zero is left alone: it is also
+    // HDF5's default, and a transport of zero is data.
+    let numeric = |attr: &str| -> Result<Option<Vec<f64>>> {
+        let Ok(a) = ds.attr(attr) else { return Ok(None) };
+        a.read_raw::<f64>().map(Some).map_err(|e| {
             SimError::Input(format!("{key}: attribute {attr} of dataset {name:?} of {file} is not numeric ({e})"))
-        })?;
+        })
+    };
+    let mut marks = Vec::new();
+    for attr in ["_FillValue", "missing_value"] {
+        if let Some(m) = numeric(attr)? {
+            marks.push((attr, m));
+        }
+    }
+    if marks.is_empty() {
+        use hdf5::plist::dataset_create::FillValue;
+        let dcpl = ds.dcpl().ok().filter(|c| c.fill_value_defined() == FillValue::UserDefined);
+        if let Some(fill) = dcpl.and_then(|c| c.fill_value_as::<f64>()).filter(|&f| f != 0.0) {
+            marks.push(("fill value", vec![fill]));
+        }
+    }
+    for (attr, marks) in &marks {
         if let Some((k, fill)) = values.iter().enumerate().find_map(|(k, v)| marks.iter().find(|&m| m == v).map(|m| (k, m))) {
             return input(format!(
                 "{key}: dataset {name:?} of {file} holds its {attr} {fill:e} (missing data) at row {}, column {}",
@@ -48,6 +66,21 @@ pub fn read(key: &str, path: &Path, name: &str, shapes: &[[usize; 2]]) -> Result
                 k % cols
             ));
         }
+    }
+    // CF packing (integers for a compact file): the value is `stored * scale_factor +
+    // add_offset`; the fill marks above are in the stored form.
+    let packing = [numeric("scale_factor")?, numeric("add_offset")?];
+    let mut values = values;
+    if packing.iter().any(Option::is_some) {
+        let [scale, offset] = [(&packing[0], 1.0), (&packing[1], 0.0)].map(|(a, none)| match a.as_deref() {
+            None => Ok(none),
+            Some(&[x]) if x.is_finite() => Ok(x),
+            Some(x) => input(format!(
+                "{key}: dataset {name:?} of {file} has a packing attribute (scale_factor, add_offset) of {x:?}; needs one finite number"
+            )),
+        });
+        let (scale, offset) = (scale?, offset?);
+        values.iter_mut().for_each(|v| *v = *v * scale + offset);
     }
     if let Some(k) = values.iter().position(|v| !v.is_finite()) {
         return input(format!(

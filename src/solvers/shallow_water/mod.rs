@@ -69,8 +69,10 @@ impl SolverSpec for ShallowWaterParams {
     }
     fn memory_estimate(&self, precision: Precision) -> usize {
         let cells = (self.nx + 5) * (self.ny + 5);
-        // The scheme's arrays, plus the output's cell fields.
-        (arrays_per_cell(self.scheme) + 8) * cells * precision.bytes()
+        // The scheme's arrays, the initial state as sampled, and the copies that output (10
+        // cell fields) and checkpoints make: 25 (FBL) to 29 (CDKLM16, KP07) fields at the
+        // measured peak of a run.
+        (arrays_per_cell(self.scheme) + 24) * cells * precision.bytes()
     }
     fn nominal_dt(&self) -> Option<f64> {
         self.dt
@@ -382,6 +384,15 @@ impl<T: Real> ShallowWater<T> {
     fn next_dt(&self) -> Result<f64> {
         let limit = self.scheme.dt_limit();
         let limit = self.ranks.as_ref().map_or(limit, |r| r.limit(limit));
+        if self.step == 0 && !(limit.is_finite() && limit > 0.0) {
+            // Values the precision cannot hold (a depth of 1e38 in f32 makes g H infinite).
+            return input(format!(
+                "solver.shallow_water: the initial state has no stable time step (limit {limit:e}): its depth or \
+                 transports overflow {} arithmetic; check bathymetry and initial (and their files), or use \
+                 precision: f64",
+                T::PRECISION.name()
+            ));
+        }
         match (self.params.dt, self.params.courant) {
             (Some(dt), _) if self.step == 0 && !(dt <= limit) => input(format!(
                 "solver.shallow_water.dt: {dt} s exceeds the stable time step {limit:.6e} s of scheme {} for the \

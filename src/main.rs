@@ -75,9 +75,10 @@ enum Command {
         /// Far-field radius in chords
         #[arg(long, default_value_t = 10.0)]
         radius: f64,
-        /// Distance from the wall to the first ring at mid-chord (O-grid)
-        #[arg(long, default_value_t = 2e-3)]
-        first_spacing: f64,
+        /// Distance from the wall to the first ring at mid-chord (O-grid) [default: 2e-3, or
+        /// the smallest from which the rings reach the far field where that is more]
+        #[arg(long)]
+        first_spacing: Option<f64>,
         #[arg(long, default_value_t = 0.12)]
         thickness: f64,
         /// scaled | modified trailing-edge closure

@@ -697,7 +697,7 @@ fn fuzz_case_files() {
 fn base_clouds() -> Vec<(CloudFormat, String)> {
     use sim::mesh::ogrid::{OGrid, ogrid};
     use sim::solvers::lskum::cloud::NONE;
-    let g = ogrid(&OGrid { ni: 16, nj: 4, ..Default::default() }).unwrap();
+    let g = ogrid(&OGrid { ni: 16, nj: 4, first_spacing: 0.5, ..Default::default() }).unwrap();
     let dir = scratch("fuzz_clouds");
     g.write_legacy(&dir.join("legacy.txt")).unwrap();
     g.write_sim(&dir.join("sim.txt")).unwrap();

@@ -125,7 +125,11 @@ fn mesh_cli_writes_a_loadable_cloud_and_rejects_bad_options() {
     assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
     let c = sim::mesh::cloud_file::load(&out, sim::solvers::lskum::CloudFormat::Sim).unwrap();
     assert_eq!(c.len(), 2400);
-    let ignored = [vec!["--ni", "80", "--nj", "30", "--points", "500"], vec!["--type", "quadtree", "--ni", "80", "--nj", "30"]];
+    let ignored = [
+        vec!["--ni", "80", "--nj", "30", "--points", "500"],
+        vec!["--type", "quadtree", "--ni", "80", "--nj", "30"],
+        vec!["--type", "quadtree", "--first-spacing", "1e-3"],
+    ];
     for args in [vec!["--ni", "8", "--nj", "30"], vec!["--type", "hexagons"], vec!["--radius=1"], vec!["--points", "0"]].into_iter().chain(ignored) {
         let st = std::process::Command::new(env!("CARGO_BIN_EXE_sim"))
             .args(["mesh", "naca0012"])
@@ -137,6 +141,15 @@ fn mesh_cli_writes_a_loadable_cloud_and_rejects_bad_options() {
         assert_eq!(st.status.code(), Some(2), "{args:?}");
         assert!(!d.join("bad.txt").exists());
     }
+    // A first spacing the rings cannot reach is refused, not replaced by another.
+    let st = std::process::Command::new(env!("CARGO_BIN_EXE_sim"))
+        .args(["mesh", "naca0012", "--ni", "160", "--nj", "8", "--first-spacing", "1e-3", "--out"])
+        .arg(d.join("bad.txt"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&st.stderr);
+    assert_eq!(st.status.code(), Some(2), "{err}");
+    assert!(err.contains("--first-spacing 0.001 is too small for --nj 8"), "{err}");
     // A directory as the output file: named, exit 2.
     let st = std::process::Command::new(env!("CARGO_BIN_EXE_sim")).args(["mesh", "naca0012", "--out"]).arg(&d).output().unwrap();
     assert_eq!(st.status.code(), Some(2));
@@ -154,6 +167,7 @@ fn mesh_cli_writes_a_loadable_cloud_and_rejects_bad_options() {
         (d.join("link.txt"), "not a regular file"),
         (d.join("ro.txt"), "read-only"),
         (d.join("nodir/x.txt"), "does not exist"),
+        (d.join("target.txt/x.txt"), "target.txt is a file, not a folder"),
         (d.join("busy.txt"), "busy.txt.tmp exists"),
         (PathBuf::from("/dev/null"), "not a regular file"),
     ];

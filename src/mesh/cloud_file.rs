@@ -22,7 +22,7 @@ use std::iter::Peekable;
 use std::path::Path;
 
 use crate::error::{Result, input, quote, read_text_file};
-use crate::solvers::lskum::cloud::{Cloud, Csr, INTERIOR, NONE};
+use crate::solvers::lskum::cloud::{Cloud, Csr, INTERIOR, NONE, OUTER, WALL};
 
 /// First line of a `sim` point-cloud file.
 const SIM_SIGNATURE: &str = "# sim point cloud v1";
@@ -444,6 +444,7 @@ fn build(mut r: Raw, file: &str) -> Result<Cloud> {
     let at = |i: usize| format!("{file}:{}: point {}", line[i], i + 1);
     check_distinct_points(&r.x, &r.y, &at)?;
     check_links_present(&r, &at)?;
+    check_boundary_links(&r.flag, &r.shape, &r.left, &r.right, &at)?;
     let (nx, ny) = match r.normals.take() {
         Some(normals) => normals,
         None => normals_from_left_right(&r, &at)?,
@@ -500,6 +501,7 @@ pub fn check_stored(c: &Cloud, at: &dyn Fn(usize) -> String) -> Result<()> {
             return input(format!("{}: lists itself as a neighbour", at(i)));
         }
     }
+    check_boundary_links(&c.flag, &c.shape, &c.left, &c.right, at)?;
     check_unit_normals(&c.nx, &c.ny, at)?;
     check_min_dist(&c.min_dist, at)
 }
@@ -513,6 +515,43 @@ fn check_links_present(r: &Raw, at: &dyn Fn(usize) -> String) -> Result<()> {
         }
         if r.conn.of(i).is_empty() {
             return input(format!("{}: no neighbours", at(i)));
+        }
+    }
+    Ok(())
+}
+
+/// The left/right links of a wall or outer point lead to other points of its boundary: an
+/// outer point's to outer points, a wall point's to points of its body (the same flag_2),
+/// wall points or a point flagged interior on the body (the reference clouds' trailing edge).
+/// Normals and forces are taken from these links.
+fn check_boundary_links(flag: &[u8], shape: &[u32], left: &[u32], right: &[u32], at: &dyn Fn(usize) -> String) -> Result<()> {
+    for i in 0..flag.len() {
+        if flag[i] == INTERIOR {
+            continue;
+        }
+        for (k, what) in [(left[i], "left"), (right[i], "right")] {
+            if k == NONE {
+                continue;
+            }
+            let k = k as usize;
+            if k == i {
+                return input(format!("{}: is its own {what} boundary neighbour", at(i)));
+            }
+            let (ok, kind) = if flag[i] == OUTER {
+                (flag[k] == OUTER, "an outer point")
+            } else {
+                let on_body = flag[k] == WALL || (flag[k] == INTERIOR && shape[k] > 0);
+                (on_body && shape[k] == shape[i], "a point of the same wall (flag_2)")
+            };
+            if !ok {
+                let name = ["a wall", "an interior", "an outer"][flag[k] as usize];
+                return input(format!(
+                    "{}: its {what} boundary neighbour, point {} ({name} point, flag_2 {}), is not {kind}",
+                    at(i),
+                    k + 1,
+                    shape[k]
+                ));
+            }
         }
     }
     Ok(())

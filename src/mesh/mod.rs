@@ -2,7 +2,8 @@
 //! point-cloud file formats.
 //!
 //! * [`naca`]: NACA 00xx surface points, shared by both generators.
-//! * [`ogrid`]: structured O-grid cloud (160 x 60 reproduces the 9600-point reference cloud).
+//! * [`ogrid`]: structured O-grid cloud, mirror-symmetric about y = 0 (160 x 60 reproduces the
+//!   9600-point reference cloud but for its neighbour lists at the two seams).
 //! * [`quadtree`]: quadtree cloud for large sizes.
 //! * [`finish`]: normals, stencil repair and validation of a generated cloud.
 //! * [`cloud_file`]: readers of the legacy, old, point-input and sim formats, writers of the
@@ -37,7 +38,9 @@ pub struct MeshOptions {
     pub ni: Option<usize>,
     pub nj: Option<usize>,
     pub radius: f64,
-    pub first_spacing: f64,
+    /// None: [`DEFAULT_FIRST_SPACING`], or where nj rings cannot reach the far field from
+    /// it, the smallest spacing they can.
+    pub first_spacing: Option<f64>,
     pub thickness: f64,
     /// `scaled` or `modified` trailing-edge closure.
     pub closure: String,
@@ -45,6 +48,9 @@ pub struct MeshOptions {
     pub format: String,
     pub out: PathBuf,
 }
+
+/// The O-grid's first spacing unless `--first-spacing` is given.
+pub const DEFAULT_FIRST_SPACING: f64 = 2e-3;
 
 /// `sim mesh naca0012`: generate, validate and write a cloud; returns a one-line report.
 pub fn generate(o: &MeshOptions) -> Result<String> {
@@ -56,10 +62,16 @@ pub fn generate(o: &MeshOptions) -> Result<String> {
     let cloud = match o.kind.as_str() {
         "ogrid" => {
             let (ni, nj) = ogrid_size(o)?;
-            ogrid::ogrid(&OGrid { ni, nj, radius: o.radius, first_spacing: o.first_spacing, thickness: o.thickness, closure })?
+            let first_spacing = o
+                .first_spacing
+                .unwrap_or_else(|| DEFAULT_FIRST_SPACING.max(ogrid::smallest_first_spacing(o.radius, nj)));
+            ogrid::ogrid(&OGrid { ni, nj, radius: o.radius, first_spacing, thickness: o.thickness, closure })?
         }
         "quadtree" if o.ni.is_some() || o.nj.is_some() => {
             return Err(SimError::Input("--ni and --nj size an O-grid; a quadtree cloud takes --points".into()));
+        }
+        "quadtree" if o.first_spacing.is_some() => {
+            return Err(SimError::Input("--first-spacing spaces the rings of an O-grid; a quadtree cloud has none".into()));
         }
         "quadtree" => quadtree_points(o.points.unwrap_or(20_000), o.thickness, closure, o.radius)?,
         k => return Err(SimError::Input(format!("--type {}: choose ogrid or quadtree", shorten(k)))),
@@ -85,6 +97,9 @@ fn check_out(out: &std::path::Path) -> Result<()> {
         }
     }
     let folder = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+    if folder.exists() && !folder.is_dir() {
+        return refuse(&format!("{} is a file, not a folder", folder.display()));
+    }
     if !folder.is_dir() {
         return refuse(&format!("the folder {} does not exist", folder.display()));
     }

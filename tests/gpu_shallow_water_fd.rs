@@ -102,8 +102,8 @@ fn other_block_shapes_match_the_cpu_bitwise() {
     }
 }
 
-/// A grid taller than CUDA's 65 535 blocks along y (65 537 rows of one-row blocks): the launch
-/// folds the rows of blocks into z, and every row is still stepped once.
+/// A grid taller than CUDA's 65 535 blocks along y (FBL 65 536 and CTCS 65 537 rows of one-row
+/// blocks): the launch folds the rows of blocks into z, and every row is still stepped once.
 #[test]
 fn a_grid_taller_than_cudas_block_rows_matches_the_cpu_bitwise() {
     let Some(c) = cuda() else { return };

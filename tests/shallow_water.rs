@@ -84,7 +84,7 @@ fn bad_inputs_exit_2_naming_the_key_and_leave_files_alone() {
         (&format!("scheme: cdklm16, dt: 50.0, {base}"), &["solver.shallow_water.dt", "stable time step"]),
         ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {flat: -5.0}, initial: rest", &["bathymetry.flat"]),
         ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {flat: 1.0e39}, initial: rest", &["solver.shallow_water.bathymetry.flat", "f32"]),
-        ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {flat: 60.0}, initial: {bump: {amplitude: -100.0}}", &["total depth"]),
+        ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {flat: 60.0}, initial: {bump: {amplitude: -100.0}}", &["total depth", "check bathymetry and initial"]),
         ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {file: {path: nope.h5}}, initial: rest", &["nope.h5", "no such file"]),
         ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {file: {path: text.h5}}, initial: rest", &["text.h5", "HDF5"]),
         ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {file: {path: adir.h5}}, initial: rest", &["adir.h5", "not a regular file"]),

@@ -368,12 +368,12 @@ impl<T: Real> ShallowWater<T> {
             let total = c.depth[k].f64() + c.eta[k].f64();
             let why = if total.is_finite() { "dry cells are not supported" } else { "a value of the state is not finite" };
             return input(format!(
-                "solver.shallow_water: the total depth H + eta of the {} state is {total} (H = {}) at cell ({}, {}); \
-                 {why}",
+                "solver.shallow_water: the total depth H + eta of the {} state is {total} (H = {}) at row {}, column \
+                 {} of the cells; {why} (check bathymetry and initial, and their files)",
                 if self.step == 0 { "initial" } else { "restored" },
                 c.depth[k].f64(),
-                ox + k % nx,
-                oy + k / nx
+                oy + k / nx,
+                ox + k % nx
             ));
         }
         Ok(())

@@ -386,10 +386,10 @@ impl<T: Real> ShallowWater<T> {
         let limit = self.ranks.as_ref().map_or(limit, |r| r.limit(limit));
         if self.step == 0 && !(limit.is_finite() && limit > 0.0) {
             // Values the precision cannot hold (a depth of 1e38 in f32 makes g H infinite).
+            let f32_way_out = if T::PRECISION == Precision::F32 { ", or use precision: f64" } else { "" };
             return input(format!(
                 "solver.shallow_water: the initial state has no stable time step (limit {limit:e}): its depth or \
-                 transports overflow {} arithmetic; check bathymetry and initial (and their files), or use \
-                 precision: f64",
+                 transports overflow {} arithmetic; check bathymetry and initial (and their files){f32_way_out}",
                 T::PRECISION.name()
             ));
         }

@@ -198,6 +198,13 @@ pub struct NonFinite {
     pub value: f64,
 }
 
+impl NonFinite {
+    /// The index as messages give it, `i, j`.
+    pub fn at(&self) -> String {
+        self.index.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(", ")
+    }
+}
+
 /// A time-dependent problem advanced by the driver in [`crate::run`].
 ///
 /// # Host copy

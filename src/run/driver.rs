@@ -313,13 +313,12 @@ impl<'a> Driver<'a> {
                 Some(p) => format!("the last good checkpoint is {}", p.display()),
                 None => "no checkpoint was written yet".into(),
             };
-            let at: Vec<String> = nf.index.iter().map(|i| i.to_string()).collect();
             return Err(SimError::Run(format!(
                 "non-finite value {} in field {} at node ({}) at step {}{}; {keep}. \
                  Reduce the time step or check the parameters.",
                 nf.value,
                 nf.field,
-                at.join(", "),
+                nf.at(),
                 s.step(),
                 report::time_text(s)
             )));

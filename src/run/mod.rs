@@ -165,14 +165,13 @@ pub fn run_on(opts: &RunOptions, procs: Option<&dyn Processes>) -> Result<serde_
             && let Some(nf) = solver.find_non_finite()
         {
             // The initial condition itself: its parameters, not the stepping, are at fault.
-            let at: Vec<String> = nf.index.iter().map(|i| i.to_string()).collect();
             let f32_way_out = if solver.precision() == crate::real::Precision::F32 { " or use precision: f64" } else { "" };
             return input(format!(
                 "the initial state holds the non-finite value {} in field {} at node ({}): the case's \
                  initial-condition parameters overflow {} arithmetic; check them{f32_way_out}",
                 nf.value,
                 nf.field,
-                at.join(", "),
+                nf.at(),
                 solver.precision().name()
             ));
         }

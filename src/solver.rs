@@ -205,6 +205,13 @@ impl NonFinite {
     }
 }
 
+/// The first of [`Solver::diagnostics`] that has a value and is not finite. Finite fields can
+/// still give one: a total of values near the largest number, a coefficient normalised by a
+/// vanishing free stream.
+pub fn non_finite_diagnostic(diagnostics: &[(&'static str, Option<f64>)]) -> Option<(&'static str, f64)> {
+    diagnostics.iter().find_map(|&(name, v)| v.filter(|v| !v.is_finite()).map(|v| (name, v)))
+}
+
 /// A time-dependent problem advanced by the driver in [`crate::run`].
 ///
 /// # Host copy
@@ -332,7 +339,9 @@ pub trait Solver: Send {
     /// The first NaN or Inf of the fields, for the guard check. Needs a synced host copy.
     fn find_non_finite(&self) -> Option<NonFinite>;
     /// Named scalars appended to history.csv at every guard check. Needs a synced host copy.
-    fn diagnostics(&self) -> Vec<(&'static str, f64)>;
+    /// `None` is a value that does not exist yet (a residual before its first measurement);
+    /// every other value must be finite, or the guard stops the run.
+    fn diagnostics(&self) -> Vec<(&'static str, Option<f64>)>;
     /// Errors against analytic or reference answers, for summary.json. Needs a synced host
     /// copy.
     fn report(&self) -> serde_json::Map<String, serde_json::Value>;

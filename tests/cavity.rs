@@ -301,6 +301,10 @@ fn run_writes_profiles_history_and_summary() {
     let h = std::fs::read_to_string(out.join("history.csv")).unwrap();
     let header = h.lines().next().unwrap();
     assert!(header.starts_with("step,time,wall_s,R_K,"), "{header}");
+    // Before its first measurement R_K has no value: an empty cell, never NaN.
+    let first = h.lines().nth(1).unwrap();
+    assert!(first.starts_with("0,") && first.split(',').nth(3) == Some(""), "{first}");
+    assert!(!h.contains("NaN") && !h.contains("inf"), "{h}");
     let steps: Vec<&str> = h.lines().skip(1).map(|l| l.split(',').next().unwrap()).collect();
     let mut dedup = steps.clone();
     dedup.dedup();

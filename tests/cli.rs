@@ -324,6 +324,37 @@ fn non_finite_values_stop_the_run_with_exit_code_1() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// Finite fields can give a history value that is not: the run stops there as it would for
+/// the fields, and an initial state that gives one is refused as input.
+#[test]
+fn a_history_value_that_is_not_finite_stops_the_run() {
+    let dir = scratch("nan_diagnostic");
+    // The wind's momentum, 1e300 per second, is finite; its energy is not.
+    let windy = "name: w\nsolver:\n  shallow_water: {scheme: fbl, nx: 20, ny: 20, dx: 200.0, dt: 1.0, \
+                 wind: [1.0e300, 0.0], bathymetry: {flat: 60.0}, initial: {bump: {position: central}}}\n\
+                 precision: f64\ntime: {end_step: 20}\ncheckpoint: {every_steps: 10}\nguard: {check_every: 1}\n";
+    write(&dir, "w.yaml", windy);
+    let o = sim(&dir, &["run", "w.yaml", "--quiet"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("the diagnostic energy is NaN at step 1") && err.contains("fields are finite"), "{err}");
+    assert!(checkpoint::list(&dir.join("out/w")).is_empty(), "no checkpoint of a broken state");
+    // A heat content beyond f64 from values within it: refused before anything is written.
+    let wide = "name: h\nsolver:\n  heat1d: {n: 33, r: 0.4, length: 1.0e10, amplitude: 1.0e300}\ntime: {end_step: 10}\n";
+    write(&dir, "h.yaml", wide);
+    exit2(&sim(&dir, &["run", "h.yaml"]), &["initial state gives inf for the diagnostic heat_content"]);
+    assert!(!dir.join("out/h").exists());
+    // Values whose heat content and errors f64 holds: no overflow on the way to them.
+    let tall = "name: t\nsolver:\n  heat1d: {n: 33, r: 0.4, amplitude: 1.0e306}\ntime: {end_step: 10}\n\
+                guard: {check_every: 1}\n";
+    write(&dir, "t.yaml", tall);
+    ok(sim(&dir, &["run", "t.yaml", "--quiet"]));
+    let h = std::fs::read_to_string(dir.join("out/t/history.csv")).unwrap();
+    assert_eq!(h.lines().count(), 12, "{h}");
+    assert!(!h.contains("inf") && !h.contains("NaN"), "{h}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 #[test]
 fn ctrl_c_checkpoints_and_the_run_can_continue() {
     let dir = scratch("ctrlc");

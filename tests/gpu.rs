@@ -38,7 +38,7 @@ fn assert_parity(gpu: &std::sync::Arc<Gpu>, solver: &str, steps: usize) {
             }
             dev.sync().unwrap();
             assert_eq!(cpu.state(), dev.state(), "{solver} {variant:?} {precision:?} {block:?}");
-            let bits = |s: &dyn sim::solver::Solver| s.diagnostics().iter().map(|(n, x)| (*n, x.to_bits())).collect::<Vec<_>>();
+            let bits = |s: &dyn sim::solver::Solver| s.diagnostics().iter().map(|(n, x)| (*n, x.map(f64::to_bits))).collect::<Vec<_>>();
             assert_eq!(bits(&*cpu), bits(&*dev), "{solver} {variant:?} {precision:?} {block:?}");
         }
     }
@@ -73,7 +73,7 @@ fn assert_implicit_parity(gpu: &std::sync::Arc<Gpu>, solver: &str, steps: usize,
         let what = format!("{solver} {precision:?} {block:?} on {}", dev.backend());
         // Not assert_eq: the fields of 1001 nodes would bury the message.
         assert!(cpu.state() == dev.state(), "{what}: the fields differ");
-        let bits = |s: &dyn sim::solver::Solver| s.diagnostics().iter().map(|(n, x)| (*n, x.to_bits())).collect::<Vec<_>>();
+        let bits = |s: &dyn sim::solver::Solver| s.diagnostics().iter().map(|(n, x)| (*n, x.map(f64::to_bits))).collect::<Vec<_>>();
         assert_eq!(bits(&*cpu), bits(&*dev), "{what}");
         let report = dev.report();
         assert_eq!(cpu.report(), report, "{what}");

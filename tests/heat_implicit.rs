@@ -41,7 +41,7 @@ fn assert_orders(errs: &[f64], range: std::ops::RangeInclusive<f64>) {
 }
 
 fn diag(h: &dyn Solver, key: &str) -> f64 {
-    h.diagnostics().iter().find(|(n, _)| *n == key).unwrap().1
+    h.diagnostics().iter().find(|(n, _)| *n == key).unwrap().1.unwrap()
 }
 
 /// sin(pi x) is an eigenvector of both halves: `T_i^n = 6 sin(pi i dx) g^n` with

@@ -90,6 +90,13 @@ fn cli_rejects_bad_cloud_with_exit_code_2() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains("f64 only"), "{args:?}: {err}");
     }
+    // A free stream too slow for f64 to resolve its dynamic pressure (C_p, C_l were NaN).
+    let text = std::fs::read_to_string(&case).unwrap().replace("mach: 0.63", "mach: 1.0e-300");
+    std::fs::write(&case, text).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sim")).arg("check").arg(&case).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("solver.lskum.mach: 1e-300 must be in [1e-6, 10)"), "{err}");
     let _ = std::fs::remove_dir_all(d);
 }
 

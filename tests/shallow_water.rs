@@ -338,7 +338,7 @@ fn mass_is_conserved_across_a_periodic_seam_over_an_uneven_bottom() {
             );
             let c = sim::case::Case::parse(&case("m", &fields, "f64", "{end_step: 1}"), "test").unwrap();
             let mut s = sim::solvers::build(&c, Precision::F64).unwrap();
-            let mass = |s: &dyn Solver| s.diagnostics().iter().find(|(n, _)| *n == "mass").unwrap().1;
+            let mass = |s: &dyn Solver| s.diagnostics().iter().find(|(n, _)| *n == "mass").unwrap().1.unwrap();
             let m0 = mass(&*s);
             for _ in 0..200 {
                 s.advance(0.5).unwrap();

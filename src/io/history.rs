@@ -27,9 +27,9 @@ impl History {
         Ok(History { path, file: None })
     }
 
-    /// Append a row (an empty time under pseudo-time); the header is written when the file
-    /// is new.
-    pub fn append(&mut self, step: u64, time: Option<f64>, wall: f64, values: &[(&str, f64)]) -> Result<()> {
+    /// Append a row (an empty time under pseudo-time, an empty value where there is none yet);
+    /// the header is written when the file is new.
+    pub fn append(&mut self, step: u64, time: Option<f64>, wall: f64, values: &[(&str, Option<f64>)]) -> Result<()> {
         let err = |e: std::io::Error| SimError::Run(format!("cannot write {}: {e}", self.path.display()));
         if self.file.is_none() {
             let new = !self.path.exists() || std::fs::metadata(&self.path).map_err(err)?.len() == 0;
@@ -43,7 +43,7 @@ impl History {
         let time = time.map(|t| format!("{t:.17e}")).unwrap_or_default();
         let mut line = format!("{step},{time},{wall:.6}");
         for (_, v) in values {
-            line += &format!(",{v:.10e}");
+            line += &v.map(|v| format!(",{v:.10e}")).unwrap_or_else(|| ",".into());
         }
         writeln!(self.file.as_mut().unwrap(), "{line}").map_err(err)
     }

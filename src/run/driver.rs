@@ -306,26 +306,37 @@ impl<'a> Driver<'a> {
         Ok(summary)
     }
 
-    /// NaN/Inf check plus a history row.
+    /// NaN/Inf check of the fields and of the diagnostics, plus a history row.
     fn guard(&mut self, s: &dyn Solver) -> Result<()> {
+        let keep = || match &self.last_checkpoint {
+            Some(p) => format!("the last good checkpoint is {}", p.display()),
+            None => "no checkpoint was written yet".into(),
+        };
         if let Some(nf) = s.find_non_finite() {
-            let keep = match &self.last_checkpoint {
-                Some(p) => format!("the last good checkpoint is {}", p.display()),
-                None => "no checkpoint was written yet".into(),
-            };
             return Err(SimError::Run(format!(
-                "non-finite value {} in field {} at node ({}) at step {}{}; {keep}. \
+                "non-finite value {} in field {} at node ({}) at step {}{}; {}. \
                  Reduce the time step or check the parameters.",
                 nf.value,
                 nf.field,
                 nf.at(),
                 s.step(),
-                report::time_text(s)
+                report::time_text(s),
+                keep()
+            )));
+        }
+        let diagnostics = s.diagnostics();
+        if let Some((name, value)) = crate::solver::non_finite_diagnostic(&diagnostics) {
+            return Err(SimError::Run(format!(
+                "the diagnostic {name} is {value} at step {}{} although the fields are finite; {}. \
+                 Check the parameters: a value near the limits of the precision, or a quantity \
+                 that divides by zero.",
+                s.step(),
+                report::time_text(s),
+                keep()
             )));
         }
         let wall = self.started.elapsed().as_secs_f64();
         let time = (s.clock() == Clock::Physical).then(|| s.time());
-        let diagnostics = s.diagnostics();
         self.history.as_mut().map_or(Ok(()), |h| h.append(s.step(), time, wall, &diagnostics))
     }
 

@@ -175,6 +175,15 @@ pub fn run_on(opts: &RunOptions, procs: Option<&dyn Processes>) -> Result<serde_
                 solver.precision().name()
             ));
         }
+        if restart.is_none()
+            && let Some((name, value)) = crate::solver::non_finite_diagnostic(&solver.diagnostics())
+        {
+            return input(format!(
+                "the initial state gives {value} for the diagnostic {name} (history.csv): the case's \
+                 parameters are too large or too small for {} arithmetic; check them",
+                solver.precision().name()
+            ));
+        }
         // From here a signal waits for the first step's end (with a checkpoint), so that it
         // cannot stop the run directory's clean-up half-way.
         signals::install();

@@ -601,16 +601,18 @@ impl Residual {
 
     /// The diagnostics from these and the statistics `t` of the fields (see [`row_stats`]) on
     /// spacing `h`.
-    fn diagnostics(&self, t: [f64; 5], h: f64) -> Vec<(&'static str, f64)> {
+    fn diagnostics(&self, t: [f64; 5], h: f64) -> Vec<(&'static str, Option<f64>)> {
+        // NaN marks a residual not measured yet (see `new`).
+        let measured = |x: f64| (!x.is_nan()).then_some(x);
         vec![
-            ("R_K", self.r_k),
-            ("du2_one_step", self.du2_last),
-            ("du2_ratio", self.du2_last / self.du2_first),
-            ("max_abs_u", t[0]),
-            ("max_abs_v", t[1]),
-            ("p_min", t[2]),
-            ("p_max", t[3]),
-            ("kinetic_energy", 0.5 * t[4] * h * h),
+            ("R_K", measured(self.r_k)),
+            ("du2_one_step", measured(self.du2_last)),
+            ("du2_ratio", measured(self.du2_last / self.du2_first)),
+            ("max_abs_u", Some(t[0])),
+            ("max_abs_v", Some(t[1])),
+            ("p_min", Some(t[2])),
+            ("p_max", Some(t[3])),
+            ("kinetic_energy", Some(0.5 * t[4] * h * h)),
         ]
     }
 
@@ -962,7 +964,7 @@ impl<T: Real> Solver for Cavity<T> {
             .or_else(|| first_non_finite("p", &self.fields.p, nx))
     }
 
-    fn diagnostics(&self) -> Vec<(&'static str, f64)> {
+    fn diagnostics(&self) -> Vec<(&'static str, Option<f64>)> {
         self.assert_host_current("diagnostics");
         let nx = self.grid.n[0];
         let (u, v, p) = (&self.fields.u, &self.fields.v, &self.fields.p);

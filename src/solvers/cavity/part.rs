@@ -465,7 +465,7 @@ impl<T: Real> Solver for CavityPart<T> {
 
     /// As the serial solver's, combined over the ranks (the kinetic energy's sum in another
     /// order: equal to the serial value to round-off; the rest exactly).
-    fn diagnostics(&self) -> Vec<(&'static str, f64)> {
+    fn diagnostics(&self) -> Vec<(&'static str, Option<f64>)> {
         let (b, f) = (&self.block, &self.fields);
         let nx = b.stored[0];
         let xs = b.ghosts[0]..b.ghosts[0] + b.owned[0].len();

@@ -474,20 +474,21 @@ impl<T: Real> Heat<T> {
     /// Max and RMS of (numerical - analytic) over all nodes.
     pub fn errors(&self) -> (f64, f64) {
         let exact = self.exact_field();
-        let rows: Vec<(f64, f64)> = self
-            .host("errors")
-            .par_chunks(self.grid.n[0])
-            .zip(exact.par_chunks(self.grid.n[0]))
-            .map(|(t, e)| {
-                t.iter().zip(e).fold((0.0f64, 0.0f64), |(m, s), (&t, &e)| {
-                    let d = t.f64() - e;
-                    (m.max(d.abs()), s + d * d)
-                })
-            })
-            .collect();
-        let (max, sum) = rows.iter().fold((0.0f64, 0.0), |(m, s), &(rm, rs)| (m.max(rm), s + rs));
-        (max, (sum / self.temp.len() as f64).sqrt())
+        let rows = || self.host("errors").par_chunks(self.grid.n[0]).zip(exact.par_chunks(self.grid.n[0]));
+        let diffs = |t: &[T], e: &[f64]| t.iter().zip(e).map(|(t, e)| t.f64() - e).collect::<Vec<_>>();
+        let max = rows().map(|(t, e)| diffs(t, e).iter().fold(0.0f64, |m, d| m.max(d.abs()))).reduce(|| 0.0, f64::max);
+        // Per-row partial sums combined in order: the same result for any thread count.
+        let s = error_scale(max);
+        let sums: Vec<f64> = rows().map(|(t, e)| diffs(t, e).iter().map(|d| (d * s) * (d * s)).sum()).collect();
+        (max, (sums.iter().sum::<f64>() / self.temp.len() as f64).sqrt() / s)
     }
+}
+
+/// The power of two that brings `max`, the largest of some errors, near 1: their squares,
+/// scaled by it, cannot overflow (as those of errors beyond 1e154 would) nor lose their
+/// bits (the scaling is exact).
+pub(crate) fn error_scale(max: f64) -> f64 {
+    if max.is_normal() { 2f64.powi(-max.log2().floor() as i32) } else { 1.0 }
 }
 
 /// Where the steps run: the CPU or a CUDA device.
@@ -708,29 +709,31 @@ impl<T: Real> Solver for Heat<T> {
         first_non_finite("T", self.host("find_non_finite"), self.grid.n[0])
     }
 
-    fn diagnostics(&self) -> Vec<(&'static str, f64)> {
-        // Per-row partial sums combined in order: the same result for any thread count.
+    fn diagnostics(&self) -> Vec<(&'static str, Option<f64>)> {
+        let cell: f64 = if self.grid.n[1] == 1 { self.grid.spacing[0] } else { self.grid.spacing[0] * self.grid.spacing[1] };
+        // Per-row partial sums combined in order: the same result for any thread count. Each
+        // value is scaled by its cell first, so that a representable heat content cannot
+        // overflow on its way.
         let rows: Vec<(f64, f64, f64)> = self
             .host("diagnostics")
             .par_chunks(self.grid.n[0])
             .map(|row| {
                 row.iter().fold((f64::MIN, f64::MAX, 0.0), |(mx, mn, s), &v| {
                     let v = v.f64();
-                    (mx.max(v), mn.min(v), s + v)
+                    (mx.max(v), mn.min(v), s + v * cell)
                 })
             })
             .collect();
-        let (max, min, sum) = rows
+        let (max, min, heat) = rows
             .iter()
             .fold((f64::MIN, f64::MAX, 0.0), |(a, b, c), &(x, y, z)| (a.max(x), b.min(y), c + z));
-        let cell: f64 = if self.grid.n[1] == 1 { self.grid.spacing[0] } else { self.grid.spacing[0] * self.grid.spacing[1] };
         let (max_err, rms_err) = self.errors();
         vec![
-            ("T_max", max),
-            ("T_min", min),
-            ("heat_content", sum * cell),
-            ("max_error", max_err),
-            ("rms_error", rms_err),
+            ("T_max", Some(max)),
+            ("T_min", Some(min)),
+            ("heat_content", Some(heat)),
+            ("max_error", Some(max_err)),
+            ("rms_error", Some(rms_err)),
         ]
     }
 

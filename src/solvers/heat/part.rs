@@ -223,24 +223,30 @@ impl<T: Real> Solver for Heat2dPart<T> {
 
     /// As the serial solver's, combined over the ranks (the sums in another order: equal to
     /// the serial values to round-off).
-    fn diagnostics(&self) -> Vec<(&'static str, f64)> {
+    fn diagnostics(&self) -> Vec<(&'static str, Option<f64>)> {
         let g = &self.setup.grid;
-        let (mut max, mut min, mut sum, mut max_err, mut sq) = (f64::MIN, f64::MAX, 0.0, 0.0f64, 0.0);
+        let cell = g.spacing[0] * g.spacing[1];
+        let (mut max, mut min, mut heat, mut max_err) = (f64::MIN, f64::MAX, 0.0, 0.0f64);
+        let mut diffs = Vec::new();
         for ([x, y], v) in self.owned() {
             let v = v.f64();
             let [px, py] = [g.origin[0] + x as f64 * g.spacing[0], g.origin[1] + y as f64 * g.spacing[1]];
             let d = v - self.setup.exact.value(px, py, self.time);
-            (max, min, sum) = (max.max(v), min.min(v), sum + v);
-            (max_err, sq) = (max_err.max(d.abs()), sq + d * d);
+            (max, min, heat) = (max.max(v), min.min(v), heat + v * cell);
+            max_err = max_err.max(d.abs());
+            diffs.push(d);
         }
         let c = self.comm.as_ref();
+        let max_err = c.all_reduce(max_err, Reduce::Max);
+        let s = super::error_scale(max_err);
+        let sq: f64 = diffs.iter().map(|d| (d * s) * (d * s)).sum();
         let nodes = g.nodes() as f64;
         vec![
-            ("T_max", c.all_reduce(max, Reduce::Max)),
-            ("T_min", c.all_reduce(min, Reduce::Min)),
-            ("heat_content", c.all_reduce(sum, Reduce::Sum) * g.spacing[0] * g.spacing[1]),
-            ("max_error", c.all_reduce(max_err, Reduce::Max)),
-            ("rms_error", (c.all_reduce(sq, Reduce::Sum) / nodes).sqrt()),
+            ("T_max", Some(c.all_reduce(max, Reduce::Max))),
+            ("T_min", Some(c.all_reduce(min, Reduce::Min))),
+            ("heat_content", Some(c.all_reduce(heat, Reduce::Sum))),
+            ("max_error", Some(max_err)),
+            ("rms_error", Some((c.all_reduce(sq, Reduce::Sum) / nodes).sqrt() / s)),
         ]
     }
 

@@ -386,8 +386,14 @@ impl SolverSpec for LskumParams {
     }
     fn validate(&self) -> Result<()> {
         let key = "solver.lskum";
-        if !(self.mach.is_finite() && self.mach > 0.0 && self.mach < 10.0) {
-            return input(format!("{key}.mach: {} must be in (0, 10)", self.mach));
+        // Below 1e-6 the free stream's dynamic pressure, ½ γ p M², is under 1e-12 of p: lost in
+        // the round-off of f64 pressures, and C_p (normalised by it) with it.
+        if !(self.mach.is_finite() && (MIN_MACH..10.0).contains(&self.mach)) {
+            return input(format!(
+                "{key}.mach: {} must be in [{MIN_MACH:e}, 10): below that the free stream's dynamic pressure is \
+                 lost in the round-off of the pressure",
+                self.mach
+            ));
         }
         if !(self.aoa.is_finite() && self.aoa.abs() <= 90.0) {
             return input(format!("{key}.aoa: {} must be within [-90, 90] degrees", self.aoa));
@@ -435,6 +441,9 @@ impl SolverSpec for LskumParams {
         Ok(Box::new(Lskum::new(self)?.on(device)?))
     }
 }
+
+/// The smallest free-stream Mach number a case may ask for (see its `validate`).
+const MIN_MACH: f64 = 1e-6;
 
 /// Refuse f32: the solver runs in f64 only.
 fn f64_only(precision: Precision) -> Result<()> {
@@ -605,9 +614,11 @@ impl Solver for Lskum {
         let m = (0..4).find(|&m| !w[m].is_finite()).unwrap_or(0);
         Some(NonFinite { field: COMPONENTS[m], index: vec![f + 1], value: w[m] })
     }
-    fn diagnostics(&self) -> Vec<(&'static str, f64)> {
+    fn diagnostics(&self) -> Vec<(&'static str, Option<f64>)> {
         let (cl, cd, cm) = self.coefficients();
-        vec![("residue", self.residue), ("residual", self.res_last), ("cl", cl), ("cd", cd), ("cm", cm)]
+        [("residue", self.residue), ("residual", self.res_last), ("cl", cl), ("cd", cd), ("cm", cm)]
+            .map(|(name, x)| (name, Some(x)))
+            .into()
     }
     fn report(&self) -> serde_json::Map<String, serde_json::Value> {
         let (cl, cd, cm) = self.coefficients();

@@ -676,9 +676,11 @@ impl<T: Real> Solver for ShallowWater<T> {
         first("eta", &c.eta).or_else(|| first("hu", &c.hu)).or_else(|| first("hv", &c.hv))
     }
 
-    fn diagnostics(&self) -> Vec<(&'static str, f64)> {
+    fn diagnostics(&self) -> Vec<(&'static str, Option<f64>)> {
         let t = self.totals();
-        vec![("mass", t.mass), ("energy", t.energy), ("max_speed", t.max_speed), ("dt", self.last_dt)]
+        [("mass", t.mass), ("energy", t.energy), ("max_speed", t.max_speed), ("dt", self.last_dt)]
+            .map(|(name, x)| (name, Some(x)))
+            .into()
     }
 
     fn report(&self) -> serde_json::Map<String, serde_json::Value> {

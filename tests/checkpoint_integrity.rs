@@ -193,6 +193,15 @@ fn edited_attributes_are_refused() {
     // Far beyond what its steps reach, and written short.
     let p = resigned(&dir, "signed_time_huge.h5", |m| m.time = 1e300);
     refused(&dir, &p, &["time = 1e300 disagree"]);
+    // A state that is not finite (written between two guard checks of a failing run).
+    let (meta, mut arrays) = checkpoint::read(&good(&dir)).unwrap();
+    match &mut arrays[0].values {
+        sim::real::Values::F64(v) => v[20] = f64::NAN,
+        sim::real::Values::F32(v) => v[20] = f32::NAN,
+    }
+    let grid = sim::solver::Grid { n: [17, 17], origin: [-1.0, -1.0], spacing: [0.125, 0.125] };
+    checkpoint::write(&dir.join("broken/signed_nan.h5"), &meta, &arrays, &sim::solver::Mesh::Nodes(grid)).unwrap();
+    refused(&dir, "broken/signed_nan.h5", &["the state holds the non-finite value NaN in field T at node (", "earlier"]);
     std::fs::remove_dir_all(dir).unwrap();
 }
 

@@ -113,6 +113,16 @@ fn bad_inputs_exit_2_naming_the_key_and_leave_files_alone() {
         (&format!("scheme: ctcs, dt: 1.0, time_integration: ssp_rk3, {base}"), &["time_integration"]),
         (&format!("scheme: fbl, dt: 1.0, nxx: 3, {base}"), &["nxx"]),
         ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {flat: 60.0}, initial: {kelvin_wave: {}}", &["kelvin_wave", "f0"]),
+        (
+            "scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, coriolis: {f0: 1.0e-4}, bathymetry: {flat: 60.0}, \
+             boundary: {north: periodic, south: periodic}, initial: {kelvin_wave: {}}",
+            &["kelvin_wave", "south coast", "solver.shallow_water.boundary.south: wall"],
+        ),
+        (
+            "scheme: cdklm16, dt: 0.9, nx: 20, ny: 16, dx: 200.0, bathymetry: {flat: 60.0}, \
+             initial: {geostrophic_jet: {speed: 0.5, width: 1000.0}}",
+            &["geostrophic_jet", "solver.shallow_water.coriolis.f0"],
+        ),
         ("scheme: fbl, dt: 1.0, nx: 1, ny: 16, dx: 200.0, bathymetry: {flat: 60.0}, initial: rest", &["solver.shallow_water.nx"]),
     ];
     for (fields, needles) in bad {

@@ -161,28 +161,32 @@ pub fn run_on(opts: &RunOptions, procs: Option<&dyn Processes>) -> Result<serde_
                 stop.text()
             ));
         }
-        if restart.is_none()
-            && let Some(nf) = solver.find_non_finite()
-        {
-            // The initial condition itself: its parameters, not the stepping, are at fault.
-            let f32_way_out = if solver.precision() == crate::real::Precision::F32 { " or use precision: f64" } else { "" };
-            return input(format!(
-                "the initial state holds the non-finite value {} in field {} at node ({}): the case's \
-                 initial-condition parameters overflow {} arithmetic; check them{f32_way_out}",
-                nf.value,
-                nf.field,
-                nf.at(),
-                solver.precision().name()
-            ));
+        // The state the run starts from: the initial condition (its parameters, not the
+        // stepping, are at fault) or the checkpoint's (one written between two guard checks
+        // of a run that was failing, or a forged one).
+        let precision = solver.precision().name();
+        if let Some(nf) = solver.find_non_finite() {
+            let at = format!("the non-finite value {} in field {} at node ({})", nf.value, nf.field, nf.at());
+            return input(match &restart {
+                Some(path) => format!("checkpoint {}: the state holds {at}; restart from an earlier one", path.display()),
+                None => {
+                    let f32_way_out = if precision == "f32" { " or use precision: f64" } else { "" };
+                    format!(
+                        "the initial state holds {at}: the case's initial-condition parameters overflow \
+                         {precision} arithmetic; check them{f32_way_out}"
+                    )
+                }
+            });
         }
-        if restart.is_none()
-            && let Some((name, value)) = crate::solver::non_finite_diagnostic(&solver.diagnostics())
-        {
-            return input(format!(
-                "the initial state gives {value} for the diagnostic {name} (history.csv): the case's \
-                 parameters are too large or too small for {} arithmetic; check them",
-                solver.precision().name()
-            ));
+        if let Some((name, value)) = crate::solver::non_finite_diagnostic(&solver.diagnostics()) {
+            let gives = format!("gives {value} for the diagnostic {name} (history.csv)");
+            return input(match &restart {
+                Some(path) => format!("checkpoint {}: the state {gives}; restart from an earlier one", path.display()),
+                None => format!(
+                    "the initial state {gives}: the case's parameters are too large or too small for \
+                     {precision} arithmetic; check them"
+                ),
+            });
         }
         // From here a signal waits for the first step's end (with a checkpoint), so that it
         // cannot stop the run directory's clean-up half-way.

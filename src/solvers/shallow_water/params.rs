@@ -435,6 +435,13 @@ impl ShallowWaterParams {
                 if !matches!(self.bathymetry, Bathymetry::Flat(_)) {
                     return input(format!("{key}.kelvin_wave: needs a flat bathymetry"));
                 }
+                // The wave leans on its coast; a periodic or sponge side would not hold it.
+                if self.boundary.south != SideSpec::Wall {
+                    return input(format!(
+                        "{key}.kelvin_wave: the wave is trapped at the south coast, which needs \
+                         {KEY}.boundary.south: wall"
+                    ));
+                }
                 Ok(())
             }
             InitialCondition::GeostrophicJet { speed, width } => {
@@ -442,6 +449,13 @@ impl ShallowWaterParams {
                 positive(&format!("{key}.geostrophic_jet.width"), *width)?;
                 if self.coriolis.beta != 0.0 {
                     return input(format!("{key}.geostrophic_jet: needs an f-plane (coriolis.beta = 0)"));
+                }
+                // Without rotation nothing balances the jet: the surface would be flat.
+                if self.coriolis.f0 == 0.0 {
+                    return input(format!(
+                        "{key}.geostrophic_jet: needs rotation to balance the jet ({KEY}.coriolis.f0 \
+                         other than 0)"
+                    ));
                 }
                 Ok(())
             }

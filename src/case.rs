@@ -156,6 +156,31 @@ fn key_path(path: &serde_path_to_error::Path) -> String {
     out
 }
 
+/// A list longer than its fixed size stops serde at the first value too many, so it says
+/// "invalid length 3, expected a tuple of size 2" whatever the list's length: say what is known.
+fn too_long_lists(msg: &str) -> String {
+    let (head, tail) = ("invalid length ", ", expected a tuple of size ");
+    let mut out = String::new();
+    let mut rest = msg;
+    while let Some(at) = rest.find(head) {
+        let after = &rest[at + head.len()..];
+        let digits = |s: &str| s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+        let n = digits(after);
+        let size = after[n..].strip_prefix(tail).map(|s| (&s[..digits(s)], &s[digits(s)..]));
+        match (after[..n].parse::<usize>(), size) {
+            (Ok(len), Some((m, end))) if m.parse::<usize>().is_ok_and(|m| m + 1 == len) => {
+                out += &format!("{}more than {m} values, expected {m}", &rest[..at]);
+                rest = end;
+            }
+            _ => {
+                out += &rest[..at + head.len()];
+                rest = after;
+            }
+        }
+    }
+    out + rest
+}
+
 /// The largest case file read (case files are a few hundred bytes).
 pub const MAX_CASE_BYTES: u64 = 16 << 20;
 
@@ -178,10 +203,10 @@ impl Case {
                 formatter: &serde_saphyr::UserMessageFormatter,
                 source_name: Some(origin),
             });
-            let msg = msg.trim_start_matches("error: ");
+            let msg = too_long_lists(msg.trim_start_matches("error: "));
             // the path names an unknown key that the message quotes as well
             let at = if path.is_empty() || path == "." { String::new() } else { format!("key {}: ", shorten_to(&path, 60)) };
-            SimError::Input(format!("case file {origin}: {at}{}", shorten_message(msg)))
+            SimError::Input(format!("case file {origin}: {at}{}", shorten_message(&msg)))
         })?;
         case.validate()
             .map_err(|e| SimError::Input(format!("case file {origin}: {}", shorten_message(&e.to_string()))))?;

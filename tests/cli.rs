@@ -52,6 +52,9 @@ fn bad_case_files_are_rejected_with_the_key_named() {
         ("huge_r", format!("name: h\nsolver:\n  heat2d: {{n: 17, r: 1e300}}\n{t}"), vec!["solver.heat2d.r: 1e300 exceeds"]),
         ("negative_diffusivity", format!("name: h\nsolver:\n  heat2d: {{n: 17, r: 0.2, diffusivity: -1}}\n{t}"), vec!["solver.heat2d.diffusivity"]),
         ("inverted_domain", format!("name: h\nsolver:\n  heat2d: {{n: 17, r: 0.2, domain: [1, -1]}}\n{t}"), vec!["solver.heat2d.domain"]),
+        // serde stops at the first value too many ("invalid length 3" for any longer list).
+        ("long_domain", format!("name: h\nsolver:\n  heat2d: {{n: 17, r: 0.2, domain: [-1, 1, 2, 3, 4]}}\n{t}"), vec!["solver.heat2d.domain", "more than 2 values, expected 2"]),
+        ("short_domain", format!("name: h\nsolver:\n  heat2d: {{n: 17, r: 0.2, domain: [1]}}\n{t}"), vec!["solver.heat2d.domain", "invalid length 1"]),
         ("zero_output_interval", format!("name: h\n{g}{t}output: {{every_steps: 0}}\n"), vec!["output.every_steps"]),
         ("negative_output_time", format!("name: h\n{g}{t}output: {{every_time: -0.1}}\n"), vec!["output.every_time"]),
         ("missing_time", format!("name: h\n{g}"), vec!["missing field `time`"]),

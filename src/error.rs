@@ -37,7 +37,8 @@ impl SimError {
     /// The error as rank `rank` of `size` reports it: the message names the rank when there
     /// are several.
     pub fn on_rank(self, rank: usize, size: usize) -> SimError {
-        let named = |m: String| if size > 1 { format!("rank {rank} of {size}: {m}") } else { m };
+        let prefix = format!("rank {rank} of {size}: ");
+        let named = |m: String| if size > 1 && !m.starts_with(&prefix) { format!("{prefix}{m}") } else { m };
         match self {
             SimError::Input(m) => SimError::Input(named(m)),
             SimError::Run(m) => SimError::Run(named(m)),

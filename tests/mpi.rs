@@ -181,7 +181,7 @@ fn bad_input_stops_every_rank_with_one_message() {
     let cases = [
         ("unknown key", case("heat2d: {n: 33, r: 0.2, bogus: 1}", ""), "bogus"),
         ("ranks", case("heat2d: {n: 33, r: 0.2}", "parallel: {ranks: [3, 1]}"), "parallel.ranks"),
-        ("method", case("heat2d: {n: 33, r: 2.0, method: adi}", ""), "MPI ranks"),
+        ("method", case("heat2d: {n: 33, r: 2.0, method: adi}", ""), "solver heat2d with method adi does not run on several MPI ranks"),
         ("narrow", case("heat2d: {n: 7, r: 0.2}", "parallel: {ranks: [4, 1]}"), "narrower"),
         ("sponge", shallow_water("kp07", "f64", "wall", "{sponge: {cells: 9}}", "parallel: {ranks: [4, 1]}"), "than 10"),
     ];
@@ -673,6 +673,35 @@ fn a_signal_to_one_rank_stops_all_at_the_same_step() {
     ok(sim(&dir, &["run", "serial.yaml", "--quiet", "--overwrite", "--out", "serial"]));
     ok(sim(&dir, &["run", "--restart", "r", "--quiet", "--steps", "50"]));
     assert!(final_bits(&dir, "r") == final_bits(&dir, "serial"), "the signalled run's checkpoint differs");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// One rank fails to write its piece of the last frame, where the final checkpoint is due too:
+/// every rank stops with that rank's message (before, rank 0 went on to gather the checkpoint
+/// and both hung), and the series lists no frame with a missing piece.
+#[test]
+fn a_failed_piece_stops_every_rank_and_is_not_listed() {
+    let dir = scratch("mpi_piece");
+    let case = heat_case("p", "heat2d: {n: 33, r: 0.24}", "f64", "{end_step: 400000}", "output: {every_steps: 200000}");
+    write(&dir, "p.yaml", &case);
+    let mut run = mpirun_command(&dir, 2, &["run", "p.yaml", "--quiet"]);
+    let child = run.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    // Once the run has started stepping: rank 1's temporary file of the last frame is taken.
+    let history = dir.join("out/p/history.csv");
+    for _ in 0..600 {
+        if history.exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::fs::create_dir_all(dir.join("out/p/p_00400000_p1.vti.tmp/x")).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "mpirun: {:?} {err}", out.status);
+    assert_eq!(err.matches("rank 1 of 2: cannot write").count(), 1, "{err}");
+    assert!(err.contains("p_00400000_p1.vti.tmp"), "{err}");
+    let pvd = std::fs::read_to_string(dir.join("out/p/p.pvd")).unwrap();
+    assert!(pvd.contains("p_00200000.pvti") && !pvd.contains("p_00400000"), "{pvd}");
     std::fs::remove_dir_all(dir).unwrap();
 }
 

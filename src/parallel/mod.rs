@@ -130,8 +130,9 @@ pub fn split(n: usize, parts: usize, i: usize) -> Range<usize> {
 pub fn process_grid(size: usize, n: [usize; 2], requested: Option<[usize; 2]>, min: usize) -> Result<[usize; 2]> {
     let fits = |[px, py]: [usize; 2]| n[0] / px >= min && n[1] / py >= min;
     if let Some(r) = requested {
-        if r[0] * r[1] != size {
-            return input(format!("parallel.ranks: {r:?} is {} ranks, the run has {size}", r[0] * r[1]));
+        if r[0].checked_mul(r[1]) != Some(size) {
+            let asked = (r[0] as u128 * r[1] as u128).to_string();
+            return input(format!("parallel.ranks: {r:?} is {asked} ranks, the run has {size}"));
         }
         if !fits(r) {
             return input(format!(
@@ -467,7 +468,12 @@ impl HaloTimes {
 /// rank with the exit code of the lowest failing rank, its message on that rank, and
 /// [`SimError::Quiet`] (nothing to print) on the others.
 pub fn agree<T>(comm: &dyn Ranks, r: Result<T>) -> Result<T> {
-    let code = r.as_ref().err().map_or(0, |e| e.exit_code());
+    // A failure agreed on before is told by one rank and quiet on the others: agreeing on it
+    // again leaves it with the rank that tells it.
+    let code = match &r {
+        Err(SimError::Quiet(_)) | Ok(_) => 0,
+        Err(e) => e.exit_code(),
+    };
     match (comm.first_failure(code), r) {
         (None, r) => r,
         (Some((rank, _)), Err(e)) if rank == comm.rank() => Err(e.on_rank(rank, comm.size())),
@@ -512,6 +518,9 @@ mod tests {
         assert_eq!(process_grid(6, [30, 300], None, 2).unwrap(), [1, 6]);
         assert_eq!(process_grid(4, [100, 100], Some([4, 1]), 2).unwrap(), [4, 1]);
         assert!(process_grid(4, [100, 100], Some([3, 1]), 2).is_err());
+        // A product that wraps around to the size is still refused, with its true value.
+        let wraps = process_grid(2, [100, 100], Some([(1 << 63) + 1, 2]), 2).unwrap_err().to_string();
+        assert!(wraps.contains("is 18446744073709551618 ranks, the run has 2"), "{wraps}");
         assert!(process_grid(8, [4, 4], None, 2).is_err());
     }
 }

@@ -123,16 +123,17 @@ impl<'a> Driver<'a> {
     }
 
     fn begin(&mut self, s: &mut dyn Solver) -> Result<()> {
-        self.record(&format!("{}.pvd", self.setup.case.name))?;
-        self.record("history.csv")?;
+        let r = self.record(&format!("{}.pvd", self.setup.case.name)).and_then(|()| self.record("history.csv"));
+        self.agree(r)?;
         if self.setup.restart.is_none() {
             s.sync()?;
-            let r = self.write_output(s).and_then(|()| self.guard(s));
+            let r = self.write_output(s);
+            self.agree(r)?;
+            let r = self.guard(s);
             return self.agree(r);
         }
-        if self.root() {
-            self.pvd.save()?;
-        }
+        let r = if self.root() { self.pvd.save() } else { Ok(()) };
+        self.agree(r)?;
         self.progress.log(&format!("restarting from step {}{}", s.step(), report::time_text(s)));
         Ok(())
     }
@@ -200,7 +201,8 @@ impl<'a> Driver<'a> {
         }
     }
 
-    /// The activities due after this step, with one host sync before them.
+    /// The activities due after this step, with one host sync before them. The ranks agree on
+    /// the outcome of each before the next, whose collectives a failed rank would not join.
     fn run_due(&mut self, s: &mut dyn Solver, t_prev: f64, ending: Ending) -> Result<()> {
         let due: Vec<Activity> =
             self.activities.iter().filter(|(_, when)| when.due(s, t_prev, ending)).map(|(a, _)| *a).collect();
@@ -208,12 +210,15 @@ impl<'a> Driver<'a> {
             return Ok(());
         }
         self.settle(s)?;
-        let r = due.into_iter().try_for_each(|activity| match activity {
-            Activity::Guard => self.guard(s),
-            Activity::Output => self.write_output(s),
-            Activity::Checkpoint => self.write_checkpoint(s),
-        });
-        self.agree(r)
+        for activity in due {
+            let r = match activity {
+                Activity::Guard => self.guard(s),
+                Activity::Output => self.write_output(s),
+                Activity::Checkpoint => self.write_checkpoint(s),
+            };
+            self.agree(r)?;
+        }
+        Ok(())
     }
 
     /// Wait for the steps queued on a device, counted as compute time (a launch returns before
@@ -263,11 +268,12 @@ impl<'a> Driver<'a> {
     fn finish(&mut self, s: &mut dyn Solver, ending: Ending) -> Result<serde_json::Value> {
         self.progress.finish();
         self.settle(s)?;
-        for name in crate::solvers::entry(s.kind()).map_or(&[][..], |e| e.result_files) {
-            self.record(name)?;
-        }
-        self.record("summary.json")?;
-        let results = if self.root() { s.write_results(self.setup.out_dir)? } else { Vec::new() };
+        // Rank 0's files, agreed on before the report's collectives.
+        let (results, written) = match self.write_results(s) {
+            Ok(results) => (results, Ok(())),
+            Err(e) => (Vec::new(), Err(e)),
+        };
+        self.agree(written)?;
         let facts = RunFacts {
             case: &self.setup.case.name,
             threads: self.setup.threads,
@@ -304,6 +310,15 @@ impl<'a> Driver<'a> {
             ));
         }
         Ok(summary)
+    }
+
+    /// The solver's result files (rank 0), recorded in the manifest with `summary.json`.
+    fn write_results(&mut self, s: &dyn Solver) -> Result<Vec<String>> {
+        for name in crate::solvers::entry(s.kind()).map_or(&[][..], |e| e.result_files) {
+            self.record(name)?;
+        }
+        self.record("summary.json")?;
+        if self.root() { s.write_results(self.setup.out_dir) } else { Ok(Vec::new()) }
     }
 
     /// NaN/Inf check of the fields and of the diagnostics, plus a history row.
@@ -354,7 +369,8 @@ impl<'a> Driver<'a> {
             (Some(piece), Some(comm)) => {
                 let (dir, name) = (self.setup.out_dir, &self.setup.case.name);
                 let own = output::piece_name(name, s.step(), comm.rank());
-                output::write_piece(dir, &own, &s.mesh(), &piece, &fields, &frame)?;
+                // The frame is listed only once every piece is written.
+                self.agree(output::write_piece(dir, &own, &s.mesh(), &piece, &fields, &frame))?;
                 if !self.root() {
                     return Ok(());
                 }
@@ -389,8 +405,6 @@ impl<'a> Driver<'a> {
         let dir = self.setup.out_dir;
         let path = checkpoint::path_for(dir, s.step());
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
-        self.record(&name)?;
-        self.record(&name.replace(".h5", ".xmf"))?;
         let meta = checkpoint::Meta {
             solver: s.kind().into(),
             step: s.step(),
@@ -399,12 +413,15 @@ impl<'a> Driver<'a> {
             backend: self.backend(s),
             case_yaml: self.setup.case_text.into(),
         };
-        // Collective in a decomposed run: rank 0 gathers the state and writes it alone.
+        // Collective in a decomposed run, so before anything that fails on rank 0 alone: rank
+        // 0 gathers the state and writes it alone.
         let state = s.state();
         self.last_checkpoint = Some(path.clone());
         if !self.root() {
             return Ok(());
         }
+        self.record(&name)?;
+        self.record(&name.replace(".h5", ".xmf"))?;
         checkpoint::write(&path, &meta, &state, &s.mesh())?;
         // Keep the newest `keep` checkpoints of those this directory's runs wrote (a checkpoint
         // copied in to continue from is the user's).

@@ -275,12 +275,18 @@ pub fn build_parallel(
             let comm = procs.grid(dims, [false, false]);
             Ok((cavity::part::build(p, precision, comm.clone(), device)?, comm))
         }
-        _ => input(format!(
-            "solver {} with this method does not run on several MPI ranks yet ({} ranks asked; heat2d with method \
-             explicit, cavity and shallow_water do): run it with one rank",
-            case.solver.kind(),
-            procs.size()
-        )),
+        (solver, _) => {
+            let method = match solver {
+                SolverCase::Heat2d(p) => format!(" with method {}", p.method.name()),
+                _ => String::new(),
+            };
+            input(format!(
+                "solver {}{method} does not run on several MPI ranks yet ({} ranks asked; heat2d with method \
+                 explicit, cavity and shallow_water do): run it with one rank",
+                solver.kind(),
+                procs.size()
+            ))
+        }
     }
 }
 

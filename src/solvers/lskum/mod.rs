@@ -616,9 +616,11 @@ impl Solver for Lskum {
     }
     fn diagnostics(&self) -> Vec<(&'static str, Option<f64>)> {
         let (cl, cd, cm) = self.coefficients();
-        [("residue", self.residue), ("residual", self.res_last), ("cl", cl), ("cd", cd), ("cm", cm)]
-            .map(|(name, x)| (name, Some(x)))
-            .into()
+        // The residue is log10 of 0 (or of 0/0) where an iteration changed nothing: no value.
+        let residue = self.residue.is_finite().then_some(self.residue);
+        let mut d = vec![("residue", residue)];
+        d.extend([("residual", self.res_last), ("cl", cl), ("cd", cd), ("cm", cm)].map(|(name, x)| (name, Some(x))));
+        d
     }
     fn report(&self) -> serde_json::Map<String, serde_json::Value> {
         let (cl, cd, cm) = self.coefficients();

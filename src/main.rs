@@ -211,6 +211,26 @@ fn main() -> ExitCode {
     {
         sim::io::probe::enable(program);
     }
+    // The other commands run as one process. Under a launcher of several, `sim check` checks
+    // the case's decomposition over them, the ones that measure or write refuse, and rank 0
+    // alone speaks.
+    let launched = sim::parallel::launcher().filter(|&(_, size)| size > 1);
+    if let Some((rank, size)) = launched
+        && !matches!(cli.command, Command::Run { .. } | Command::WalkCheckpoint { .. })
+    {
+        SILENT.store(rank != 0, std::sync::atomic::Ordering::Relaxed);
+        let name = match &cli.command {
+            Command::Bench { .. } => Some("bench"),
+            Command::Tune { .. } => Some("tune"),
+            Command::Mesh { .. } => Some("mesh"),
+            _ => None,
+        };
+        if let Some(name) = name {
+            return fail(&sim::SimError::Input(format!(
+                "sim {name} runs as one process, and the launcher started {size}: start it without mpirun"
+            )));
+        }
+    }
     let result = match cli.command {
         Command::WalkCheckpoint { path } => {
             sim::io::probe::no_core_dump();
@@ -227,7 +247,7 @@ fn main() -> ExitCode {
         }
         Command::Check { case, precision, steps } => {
             let opts = RunOptions { case: Some(case), precision, steps, ..Default::default() };
-            run::check(&opts).map(|s| print_out(&s))
+            run::check_on(&opts, launched.map(|(_, size)| size)).map(|s| print_out(&s))
         }
         Command::Tune { case, precision, seconds, blocks, variant } => {
             let blocks = blocks.as_deref().map(sim::tune::parse_blocks).transpose();
@@ -328,15 +348,30 @@ fn main() -> ExitCode {
             sim::say!("{e}");
             ExitCode::from(e.exit_code() as u8)
         }
-        Err(e) => {
-            sim::say!("error: {e}");
-            ExitCode::from(e.exit_code() as u8)
-        }
+        Err(e) => fail(&e),
     }
+}
+
+/// Set on the ranks other than 0 of a command that runs as one process under a launcher.
+static SILENT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+fn silent() -> bool {
+    SILENT.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// The exit of a failed command, its message told (see [`SILENT`]).
+fn fail(e: &sim::SimError) -> ExitCode {
+    if !silent() {
+        sim::say!("error: {e}");
+    }
+    ExitCode::from(e.exit_code() as u8)
 }
 
 /// Print to stdout; a reader that went away (`sim info | head -1`) is no error.
 fn print_out(text: &str) {
+    if silent() {
+        return;
+    }
     let _ = std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes());
 }
 

@@ -212,17 +212,39 @@ fn a_damaged_checkpoint_is_refused_on_every_rank() {
 
 /// Each `(what, case text, needle)` on 4 ranks: exit 2 on every rank, one message that contains
 /// the needle, nothing written.
+/// Refused by `sim run` and by `sim check` on 4 ranks.
 fn refused_on_4_ranks(dir: &Path, cases: &[(&str, String, &str)]) {
     for (what, text, needle) in cases {
         write(dir, "b.yaml", text);
-        let o = mpirun(dir, 4, &["run", "b.yaml", "--overwrite"]);
-        let err = stderr(&o);
-        assert_eq!(o.status.code(), Some(2), "{what}: {err}");
-        assert_eq!(err.matches("error:").count(), 1, "{what}: one message: {err}");
-        assert!(err.contains(needle), "{what}: {err}");
+        for args in [&["run", "b.yaml", "--overwrite"][..], &["check", "b.yaml"]] {
+            let o = mpirun(dir, 4, args);
+            let err = stderr(&o);
+            assert_eq!(o.status.code(), Some(2), "{what} {args:?}: {err}");
+            assert_eq!(err.matches("error:").count(), 1, "{what} {args:?}: one message: {err}");
+            assert!(err.contains(needle), "{what} {args:?}: {err}");
+        }
     }
     // Refused before anything is written.
     assert!(!dir.join("out").exists());
+}
+
+/// The commands other than `sim run` run as one process: `sim check` under a launcher checks
+/// the case on its ranks and reports their grid once; `sim bench` refuses (it measured one
+/// process per rank, competing for the cores).
+#[test]
+fn check_reports_the_process_grid_and_bench_refuses() {
+    let dir = scratch("mpi_check");
+    write(&dir, "c.yaml", &heat_case("c", "heat2d: {n: 33, r: 0.2}", "f64", "{end_step: 5}", ""));
+    let o = mpirun(&dir, 4, &["check", "c.yaml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(out.matches("MPI: 4 ranks on a 2 x 2 process grid").count(), 1, "{out}");
+    assert_eq!(out.matches("case c:").count(), 1, "{out}");
+    let o = mpirun(&dir, 2, &["bench", "heat2d", "--size", "64", "--seconds", "0.01"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.matches("error: sim bench runs as one process, and the launcher started 2").count(), 1, "{err}");
+    std::fs::remove_dir_all(dir).unwrap();
 }
 
 /// A non-finite value that spreads from one node: the decomposed run stops at the same guard

@@ -117,6 +117,15 @@ pub fn local_rank() -> usize {
         .unwrap_or(0)
 }
 
+/// This process's rank and the number of processes, where an MPI launcher started it, from
+/// the launcher's environment (only `sim run` starts MPI itself).
+pub fn launcher() -> Option<(usize, usize)> {
+    let var = |name: &str| std::env::var(name).ok()?.parse::<usize>().ok();
+    [("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"), ("PMI_RANK", "PMI_SIZE")]
+        .into_iter()
+        .find_map(|(rank, size)| Some((var(rank)?, var(size)?)))
+}
+
 /// Indices of part `i` of `parts` near-equal parts of `0..n` (the first `n % parts` one longer).
 pub fn split(n: usize, parts: usize, i: usize) -> Range<usize> {
     let (q, r) = (n / parts, n % parts);

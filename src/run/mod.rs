@@ -22,6 +22,12 @@ const REPLAYED_STEPS: u64 = 10_000_000;
 
 /// `sim check`: what the run would do, with the checks of `sim run` that need no fields.
 pub fn check(opts: &RunOptions) -> Result<String> {
+    check_on(opts, None)
+}
+
+/// [`check`] for a run on `ranks` MPI ranks (the number a launcher started): their process
+/// grid, and the memory of one rank's part.
+pub fn check_on(opts: &RunOptions, ranks: Option<usize>) -> Result<String> {
     let plan = plan(opts)?;
     let spec = plan.case.solver.spec();
     crate::validate::threads("threads", plan.case.threads)?;
@@ -29,14 +35,16 @@ pub fn check(opts: &RunOptions) -> Result<String> {
     // The device the run would take, refused as the run refuses it.
     let (device, note) = solvers::choose_device(plan.case.backend, &plan.case, 0)?;
     let on_cpu = matches!(device, Device::Cpu(_));
-    let backend = match (device, note) {
+    let backend = match (&device, note) {
         (_, Some(note)) => note,
         (Device::Cuda(gpu, _), None) => format!("backend cuda: CUDA device {}", gpu.name),
         (Device::Cpu(_), None) => "backend cpu".into(),
     };
     // Reads (and checks) the solver's input, e.g. a point cloud, before its size is estimated.
     let describe = spec.describe(plan.precision)?;
-    crate::solvers::check_memory(spec.memory_estimate(plan.precision))?;
+    let ranks = ranks.filter(|&n| n > 1);
+    let grid = ranks.map(|n| solvers::decomposition(&plan.case, &device, n)).transpose()?;
+    crate::solvers::check_memory(spec.memory_estimate(plan.precision) / ranks.unwrap_or(1))?;
     let (step, time) = plan.restart.as_ref().map_or((0, 0.0), |ck| (ck.meta.step, ck.meta.time));
     if let Some(ck) = &plan.restart {
         // Attributes, dataset shapes and types against the solver's state; no array data is
@@ -62,7 +70,10 @@ pub fn check(opts: &RunOptions) -> Result<String> {
     let text = report::check_text(&plan.case, plan.precision, &plan.out_dir, &describe, &stop, (step, last, exact));
     let flush = on_cpu && plan.case.cpu.subnormals == crate::cpu::Subnormals::Flush;
     let subnormals = if flush { "  subnormals: flushed to zero on the CPU (cpu.subnormals: flush)\n" } else { "" };
-    let backend = format!("  {backend}\n");
+    let backend = match (ranks, grid) {
+        (Some(n), Some([px, py])) => format!("  {backend}\n  MPI: {n} ranks on a {px} x {py} process grid\n"),
+        _ => format!("  {backend}\n"),
+    };
     let text = text + &backend + &tiling.map(|t| format!("  temporal blocking: {t}\n")).unwrap_or_default() + subnormals;
     Ok(crate::error::compact_numbers(&text).into_owned())
 }

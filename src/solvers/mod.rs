@@ -241,22 +241,15 @@ pub fn build_parallel(
     procs: &dyn Processes,
     restart: Option<(&std::path::Path, &[StateArray])>,
 ) -> Result<(Box<dyn Solver>, Arc<dyn Comm>)> {
-    match (&case.solver, device) {
-        (SolverCase::Heat2d(p), _) if p.method == heat::Method::Explicit => {
-            let setup = p.setup();
-            check_memory(p.memory_estimate(precision) / procs.size())?;
-            let dims = process_grid(procs.size(), setup.grid.n, ranks_on(device, case, procs.size())?, 2)?;
+    let dims = decomposition(case, device, procs.size())?;
+    check_memory(case.solver.spec().memory_estimate(precision) / procs.size())?;
+    match &case.solver {
+        SolverCase::Heat2d(p) => {
             let comm = procs.grid(dims, [false, false]);
-            Ok((heat::part::build(setup, precision, comm.clone(), device)?, comm))
+            Ok((heat::part::build(p.setup(), precision, comm.clone(), device)?, comm))
         }
-        (SolverCase::ShallowWater(p), _) => {
-            check_memory(p.memory_estimate(precision) / procs.size())?;
+        SolverCase::ShallowWater(p) => {
             let sides = p.sides();
-            // Blocks wide enough for the two ghost layers, and for a sponge with its inner row.
-            let sponge = [sides.north, sides.east, sides.south, sides.west]
-                .map(|s| if let shallow_water::grid::Side::Sponge { cells, .. } = s { cells + 1 } else { 0 });
-            let min = sponge.into_iter().fold(2, usize::max);
-            let dims = process_grid(procs.size(), [p.nx, p.ny], ranks_on(device, case, procs.size())?, min)?;
             // A periodic axis of one rank wraps within the block, by the boundary condition.
             let periodic = [sides.periodic_x() && dims[0] > 1, sides.periodic_y() && dims[1] > 1];
             let comm = procs.grid(dims, periodic);
@@ -269,22 +262,38 @@ pub fn build_parallel(
                 crate::in_precision!(precision, |T| shallow_water::ShallowWater::<T>::on_ranks(p, c, device, inputs));
             Ok((part?, comm))
         }
-        (SolverCase::Cavity(p), _) => {
-            check_memory(p.memory_estimate(precision) / procs.size())?;
-            let dims = process_grid(procs.size(), [p.n, p.n], ranks_on(device, case, procs.size())?, 2)?;
+        SolverCase::Cavity(p) => {
             let comm = procs.grid(dims, [false, false]);
             Ok((cavity::part::build(p, precision, comm.clone(), device)?, comm))
         }
-        (solver, _) => {
+        _ => unreachable!("decomposition refuses the other solvers"),
+    }
+}
+
+/// The process grid of `case` on `size` ranks (`parallel.ranks`, or the one with the shortest
+/// cut), or why it cannot run on them: [`build_parallel`]'s, and `sim check`'s under a launcher.
+pub fn decomposition(case: &Case, device: &Device, size: usize) -> Result<[usize; 2]> {
+    let ranks = || ranks_on(device, case, size);
+    match &case.solver {
+        SolverCase::Heat2d(p) if p.method == heat::Method::Explicit => process_grid(size, p.setup().grid.n, ranks()?, 2),
+        SolverCase::ShallowWater(p) => {
+            let sides = p.sides();
+            // Blocks wide enough for the two ghost layers, and for a sponge with its inner row.
+            let sponge = [sides.north, sides.east, sides.south, sides.west]
+                .map(|s| if let shallow_water::grid::Side::Sponge { cells, .. } = s { cells + 1 } else { 0 });
+            let min = sponge.into_iter().fold(2, usize::max);
+            process_grid(size, [p.nx, p.ny], ranks()?, min)
+        }
+        SolverCase::Cavity(p) => process_grid(size, [p.n, p.n], ranks()?, 2),
+        solver => {
             let method = match solver {
                 SolverCase::Heat2d(p) => format!(" with method {}", p.method.name()),
                 _ => String::new(),
             };
             input(format!(
-                "solver {}{method} does not run on several MPI ranks yet ({} ranks asked; heat2d with method \
+                "solver {}{method} does not run on several MPI ranks yet ({size} ranks asked; heat2d with method \
                  explicit, cavity and shallow_water do): run it with one rank",
                 solver.kind(),
-                procs.size()
             ))
         }
     }

@@ -364,9 +364,9 @@ fn check_reports_dt_and_limits() {
 }
 
 #[test]
-fn nan_guard_stops_with_field_and_location() {
-    // A checkpoint with a NaN in p; the restarted run must stop at the next guard check,
-    // naming the field, with exit code 1.
+fn a_checkpoint_with_nan_is_refused_naming_field_and_node() {
+    // A checkpoint with a NaN in p (as one written between two guard checks of a failing run):
+    // the restart is refused, naming the field and the node, with exit code 2.
     let dir = scratch("nan");
     let case = small_case(&dir, "nan", "", 100, 1e-30, 200);
     let out = dir.join("out");
@@ -381,8 +381,8 @@ fn nan_guard_stops_with_field_and_location() {
     checkpoint::write(&ck, &meta, &arrays, &sim::solver::Mesh::Nodes(grid)).unwrap();
     let o = sim().args(["run", "--restart", ck.to_str().unwrap(), "--quiet"]).output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(1), "{err}");
-    assert!(err.contains("non-finite") && err.contains("field"), "{err}");
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("the state holds the non-finite value NaN in field p at node (5, 17)"), "{err}");
     // The library reports the first bad node of the first bad field.
     let mut s = Cavity::<f64>::new(&small(33));
     s.restore(100, 1.0, arrays).unwrap();

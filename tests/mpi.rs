@@ -247,20 +247,20 @@ fn check_reports_the_process_grid_and_bench_refuses() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
-/// A non-finite value that spreads from one node: the decomposed run stops at the same guard
-/// step as the serial run and names the same global node (the first in the serial scan order
-/// over all ranks), with exit code 1 and one message.
+/// A checkpoint with a non-finite value at one node: the decomposed restart is refused as the
+/// serial one is and names the same global node (the first in the serial scan order over all
+/// ranks), with exit code 2 and one message.
 #[test]
-fn the_guard_names_the_serial_runs_node() {
+fn a_nan_in_a_checkpoint_is_named_as_the_serial_run_names_it() {
     let grid = sim::solver::Grid { n: [61, 61], origin: [-1.0, -1.0], spacing: [2.0 / 60.0; 2] };
     // Node (40, 45): on a rank other than 0 in both runs (1 x 2, 2 x 2).
-    guard_names_the_serial_runs_node("mpi_guard", &heat2d("f64", ""), grid, [40, 45], "at node (");
+    nan_is_named_as_the_serial_run_names_it("mpi_guard", &heat2d("f64", ""), grid, [40, 45], "in field T at node (40, 45)");
 }
 
 /// `case` (on `grid`) run 5 steps, its first array given a NaN at `node`, restarted serially and
-/// on 2 and 4 ranks: each stops at step 7 with exit code 1 and one message, the decomposed runs
+/// on 2 and 4 ranks: each is refused with exit code 2 and one message, the decomposed runs
 /// naming what the serial run names (which contains `names`).
-fn guard_names_the_serial_runs_node(test: &str, case: &str, grid: sim::solver::Grid, node: [usize; 2], names: &str) {
+fn nan_is_named_as_the_serial_run_names_it(test: &str, case: &str, grid: sim::solver::Grid, node: [usize; 2], names: &str) {
     let dir = scratch(test);
     write(&dir, "case.yaml", case);
     ok(sim(&dir, &["run", "case.yaml", "--quiet", "--overwrite", "--out", "a", "--steps", "5"]));
@@ -274,16 +274,37 @@ fn guard_names_the_serial_runs_node(test: &str, case: &str, grid: sim::solver::G
     sim::io::checkpoint::write(&dir.join("nan/checkpoint_00000005.h5"), &meta, &arrays, &mesh).unwrap();
     let serial = sim(&dir, &["run", "--restart", "nan/checkpoint_00000005.h5", "--out", "s", "--quiet"]);
     let err = stderr(&serial);
-    assert_eq!(serial.status.code(), Some(1), "{err}");
+    assert_eq!(serial.status.code(), Some(2), "{err}");
     let what = err.trim_start_matches("error: ").split(';').next().unwrap().to_string();
-    assert!(what.contains(names) && what.contains("at step 7"), "{err}");
+    assert!(what.contains(names) && what.contains("the state holds the non-finite value NaN"), "{err}");
     for np in [2, 4] {
         let o = mpirun(&dir, np, &["run", "--restart", "nan/checkpoint_00000005.h5", "--out", "p", "--quiet", "--overwrite"]);
         let e = stderr(&o);
-        assert_eq!(o.status.code(), Some(1), "{np} ranks: {e}");
+        assert_eq!(o.status.code(), Some(2), "{np} ranks: {e}");
         assert_eq!(e.matches("error:").count(), 1, "{np} ranks: {e}");
         assert!(e.contains(&what), "{np} ranks: {e}\nserial: {err}");
     }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Values that overflow while stepping: the wind's energy is NaN after the first step while the
+/// fields are finite. The decomposed run stops at the serial run's step with its message.
+#[test]
+fn a_history_value_that_is_not_finite_stops_every_rank() {
+    let dir = scratch("mpi_windy");
+    let windy = "name: w\nsolver:\n  shallow_water: {scheme: fbl, nx: 20, ny: 20, dx: 200.0, dt: 1.0, \
+                 wind: [1.0e300, 0.0], bathymetry: {flat: 60.0}, initial: {bump: {position: central}}}\n\
+                 precision: f64\ntime: {end_step: 20}\nguard: {check_every: 1}\n";
+    write(&dir, "w.yaml", windy);
+    let serial = sim(&dir, &["run", "w.yaml", "--quiet", "--out", "s"]);
+    assert_eq!(serial.status.code(), Some(1), "{}", stderr(&serial));
+    let what = "the diagnostic energy is NaN at step 1";
+    assert!(stderr(&serial).contains(what), "{}", stderr(&serial));
+    let o = mpirun(&dir, 2, &["run", "w.yaml", "--quiet", "--out", "p"]);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert_eq!(e.matches("error:").count(), 1, "{e}");
+    assert!(e.contains(what), "{e}");
     std::fs::remove_dir_all(dir).unwrap();
 }
 
@@ -628,14 +649,15 @@ fn bad_cavity_input_stops_every_rank_with_one_message() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
-/// A NaN in the cavity's u spreading from one node: the decomposed runs stop at the serial
-/// run's guard step, naming its node (the first non-finite of u, v, p in the serial scan order).
+/// A checkpoint with a NaN in the cavity's first array (p) at one node: the decomposed restarts
+/// are refused naming the serial run's node (the first non-finite of u, v, p in the serial scan
+/// order).
 #[test]
-fn the_cavity_guard_names_the_serial_runs_node() {
+fn a_nan_in_a_cavity_checkpoint_is_named_as_the_serial_run_names_it() {
     let grid = sim::solver::Grid { n: [41, 41], origin: [0.0, 0.0], spacing: [1.0 / 40.0; 2] };
     // Node (30, 35): on a rank other than 0 in both runs (1 x 2, 2 x 2).
     let case = cavity(41, "f64", "1.0e-4", 60, "");
-    guard_names_the_serial_runs_node("mpi_cavity_guard", &case, grid, [30, 35], "in field u at node (");
+    nan_is_named_as_the_serial_run_names_it("mpi_cavity_guard", &case, grid, [30, 35], "in field p at node (30, 35)");
 }
 
 /// The cavity on one (emulated where there is none) GPU per rank, blocks of whole rows: 2 and 4

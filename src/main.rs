@@ -211,14 +211,17 @@ fn main() -> ExitCode {
     {
         sim::io::probe::enable(program);
     }
-    // The other commands run as one process. Under a launcher of several, `sim check` checks
-    // the case's decomposition over them, the ones that measure or write refuse, and rank 0
-    // alone speaks.
+    // The other commands run as one process. Under a launcher of several, rank 0 alone runs
+    // them (the others end at once: one that failed first would have the launcher kill rank 0
+    // before it told why): `sim check` checks the case's decomposition over them, the commands
+    // that measure or write refuse.
     let launched = sim::parallel::launcher().filter(|&(_, size)| size > 1);
     if let Some((rank, size)) = launched
         && !matches!(cli.command, Command::Run { .. } | Command::WalkCheckpoint { .. })
     {
-        SILENT.store(rank != 0, std::sync::atomic::Ordering::Relaxed);
+        if rank != 0 {
+            return ExitCode::SUCCESS;
+        }
         let name = match &cli.command {
             Command::Bench { .. } => Some("bench"),
             Command::Tune { .. } => Some("tune"),
@@ -352,26 +355,14 @@ fn main() -> ExitCode {
     }
 }
 
-/// Set on the ranks other than 0 of a command that runs as one process under a launcher.
-static SILENT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-fn silent() -> bool {
-    SILENT.load(std::sync::atomic::Ordering::Relaxed)
-}
-
-/// The exit of a failed command, its message told (see [`SILENT`]).
+/// The exit of a failed command, its message told.
 fn fail(e: &sim::SimError) -> ExitCode {
-    if !silent() {
-        sim::say!("error: {e}");
-    }
+    sim::say!("error: {e}");
     ExitCode::from(e.exit_code() as u8)
 }
 
 /// Print to stdout; a reader that went away (`sim info | head -1`) is no error.
 fn print_out(text: &str) {
-    if silent() {
-        return;
-    }
     let _ = std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes());
 }
 

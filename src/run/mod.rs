@@ -175,13 +175,13 @@ pub fn run_on(opts: &RunOptions, procs: Option<&dyn Processes>) -> Result<serde_
         // The state the run starts from: the initial condition (its parameters, not the
         // stepping, are at fault) or the checkpoint's (one written between two guard checks
         // of a run that was failing, or a forged one).
-        let precision = solver.precision().name();
+        let (precision, f32) = (solver.precision().name(), solver.precision() == crate::real::Precision::F32);
         if let Some(nf) = solver.find_non_finite() {
             let at = format!("the non-finite value {} in field {} at node ({})", nf.value, nf.field, nf.at());
             return input(match &restart {
                 Some(path) => format!("checkpoint {}: the state holds {at}; restart from an earlier one", path.display()),
                 None => {
-                    let f32_way_out = if precision == "f32" { " or use precision: f64" } else { "" };
+                    let f32_way_out = if f32 { " or use precision: f64" } else { "" };
                     format!(
                         "the initial state holds {at}: the case's initial-condition parameters overflow \
                          {precision} arithmetic; check them{f32_way_out}"

@@ -618,9 +618,13 @@ impl Solver for Lskum {
         let (cl, cd, cm) = self.coefficients();
         // The residue is log10 of 0 (or of 0/0) where an iteration changed nothing: no value.
         let residue = self.residue.is_finite().then_some(self.residue);
-        let mut d = vec![("residue", residue)];
-        d.extend([("residual", self.res_last), ("cl", cl), ("cd", cd), ("cm", cm)].map(|(name, x)| (name, Some(x))));
-        d
+        vec![
+            ("residue", residue),
+            ("residual", Some(self.res_last)),
+            ("cl", Some(cl)),
+            ("cd", Some(cd)),
+            ("cm", Some(cm)),
+        ]
     }
     fn report(&self) -> serde_json::Map<String, serde_json::Value> {
         let (cl, cd, cm) = self.coefficients();

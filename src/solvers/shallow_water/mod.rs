@@ -678,9 +678,12 @@ impl<T: Real> Solver for ShallowWater<T> {
 
     fn diagnostics(&self) -> Vec<(&'static str, Option<f64>)> {
         let t = self.totals();
-        [("mass", t.mass), ("energy", t.energy), ("max_speed", t.max_speed), ("dt", self.last_dt)]
-            .map(|(name, x)| (name, Some(x)))
-            .into()
+        vec![
+            ("mass", Some(t.mass)),
+            ("energy", Some(t.energy)),
+            ("max_speed", Some(t.max_speed)),
+            ("dt", Some(self.last_dt)),
+        ]
     }
 
     fn report(&self) -> serde_json::Map<String, serde_json::Value> {

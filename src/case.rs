@@ -262,9 +262,9 @@ impl Case {
             return input("output.every_steps: must be at least 1");
         }
         if let Some(e) = self.output.every_time
-            && !(e.is_finite() && e > 0.0)
+            && !(e.is_normal() && e > 0.0)
         {
-            return input(format!("output.every_time: {e} must be a positive number"));
+            return input(format!("output.every_time: {e} must be a positive number (and not subnormal)"));
         }
         if self.solver.spec().clock() == Clock::Iterations {
             let kind = self.solver.kind();

@@ -24,6 +24,13 @@ impl Precision {
             Precision::F64 => 8,
         }
     }
+    /// `x` in this precision is a normal number (not zero, subnormal, infinite or NaN).
+    pub fn is_normal(self, x: f64) -> bool {
+        match self {
+            Precision::F32 => (x as f32).is_normal(),
+            Precision::F64 => x.is_normal(),
+        }
+    }
     pub fn parse(s: &str) -> Option<Self> {
         match s {
             "f32" => Some(Precision::F32),

@@ -324,6 +324,16 @@ fn non_finite_values_stop_the_run_with_exit_code_1() {
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("non-finite value inf in field T at node (") && err.contains("at step 1"), "{err}");
     assert!(checkpoint::list(&dir.join("out/h")).is_empty(), "no checkpoint of a broken state");
+    // Nor a frame, when one is due between two guard checks.
+    let frames = case.replace("check_every: 1}", "check_every: 1000}\noutput: {every_steps: 1}");
+    write(&dir, "nan.yaml", &frames);
+    let o = sim(&dir, &["run", "nan.yaml", "--quiet", "--overwrite"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("non-finite value inf in field T at node (") && err.contains("at step 1"), "{err}");
+    let pvd = std::fs::read_to_string(dir.join("out/h/h.pvd")).unwrap();
+    assert_eq!(pvd.matches("<DataSet").count(), 1, "{pvd}");
+    assert!(!dir.join("out/h/h_00000001.vti").exists());
     std::fs::remove_dir_all(dir).unwrap();
 }
 
@@ -388,10 +398,15 @@ fn check_counts_the_steps_the_run_takes() {
     let o = ok(sim(&dir, &["check", "land.yaml"]));
     let out = String::from_utf8_lossy(&o.stdout).to_string();
     let steps: u64 = out.split("steps: ").nth(1).and_then(|r| r.split(' ').next()).and_then(|n| n.parse().ok()).unwrap();
+    assert!(!out.contains("note:"), "{out}");
     ok(sim(&dir, &["run", "land.yaml", "--quiet"]));
     let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("out/h/summary.json")).unwrap()).unwrap();
     assert_eq!(summary["step"], steps, "{out}");
     assert!(steps > 32, "landing steps beyond the 32 full ones: {steps}");
+    // The directory now holds that run: check says that run refuses it without --overwrite.
+    let o = ok(sim(&dir, &["check", "land.yaml"]));
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(out.contains("note: sim run refuses it as it is: output directory") && out.contains("--overwrite"), "{out}");
     std::fs::remove_dir_all(dir).unwrap();
 }
 
@@ -550,6 +565,37 @@ fn a_closed_output_pipe_is_no_panic() {
         let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_sim"));
         let status = c.current_dir(&dir).args(args).stdout(closed()).stderr(closed()).status().unwrap();
         assert_eq!(status.code(), Some(code), "{args:?}");
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// A diagnostic that has no value before the first step or iteration is an empty cell in the
+/// step-0 row of `history.csv`, never a placeholder 0, and has a value after it.
+#[test]
+fn history_values_that_do_not_exist_yet_are_empty_cells() {
+    let dir = scratch("history_empty");
+    let cloud = concat!(env!("CARGO_MANIFEST_DIR"), "/meshes/naca0012_9600_legacy.txt");
+    let cases = [
+        (
+            "s",
+            "shallow_water: {scheme: fbl, nx: 10, ny: 10, dx: 200.0, dt: 1.0, bathymetry: {flat: 60.0}, \
+             initial: {bump: {position: central}}}"
+                .to_string(),
+            &["dt"][..],
+        ),
+        ("l", format!("lskum: {{cloud: {cloud}, mach: 0.63, aoa: 2.0}}"), &["residue", "residual"][..]),
+    ];
+    for (name, solver, empty) in cases {
+        write(&dir, "c.yaml", &format!("name: {name}\nsolver:\n  {solver}\ntime: {{end_step: 3}}\nguard: {{check_every: 1}}\n"));
+        ok(sim(&dir, &["run", "c.yaml", "--quiet"]));
+        let h = std::fs::read_to_string(dir.join("out").join(name).join("history.csv")).unwrap();
+        let rows: Vec<Vec<&str>> = h.lines().map(|l| l.split(',').collect()).collect();
+        assert_eq!(rows.len(), 5, "{h}");
+        for key in empty {
+            let k = rows[0].iter().position(|c| c == key).unwrap_or_else(|| panic!("{key}: {h}"));
+            assert_eq!(rows[1][k], "", "{name} {key} at step 0: {h}");
+            assert!(rows[2..].iter().all(|r| r[k].parse::<f64>().is_ok_and(f64::is_finite)), "{name} {key}: {h}");
+        }
     }
     std::fs::remove_dir_all(dir).unwrap();
 }

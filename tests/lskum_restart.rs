@@ -136,6 +136,11 @@ fn mesh_cli_writes_a_loadable_cloud_and_rejects_bad_options() {
         vec!["--ni", "80", "--nj", "30", "--points", "500"],
         vec!["--type", "quadtree", "--ni", "80", "--nj", "30"],
         vec!["--type", "quadtree", "--first-spacing", "1e-3"],
+        // More than a cloud file holds, and no far field: refused at once.
+        vec!["--type", "quadtree", "--points", "1000000000"],
+        vec!["--ni", "10000", "--nj", "3000"],
+        vec!["--radius", "inf"],
+        vec!["--type", "quadtree", "--radius", "1e300"],
     ];
     for args in [vec!["--ni", "8", "--nj", "30"], vec!["--type", "hexagons"], vec!["--radius=1"], vec!["--points", "0"]].into_iter().chain(ignored) {
         let st = std::process::Command::new(env!("CARGO_BIN_EXE_sim"))
@@ -161,6 +166,15 @@ fn mesh_cli_writes_a_loadable_cloud_and_rejects_bad_options() {
     let st = std::process::Command::new(env!("CARGO_BIN_EXE_sim")).args(["mesh", "naca0012", "--out"]).arg(&d).output().unwrap();
     assert_eq!(st.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&st.stderr).contains("is a directory"), "{}", String::from_utf8_lossy(&st.stderr));
+    // So is a path that names a folder that does not exist yet.
+    let st = std::process::Command::new(env!("CARGO_BIN_EXE_sim"))
+        .args(["mesh", "naca0012", "--ni", "80", "--nj", "30", "--out"])
+        .arg(format!("{}/new/", d.display()))
+        .output()
+        .unwrap();
+    assert_eq!(st.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&st.stderr).contains("is a directory"), "{}", String::from_utf8_lossy(&st.stderr));
+    assert!(!d.join("new").exists());
     // What the cloud would not simply take the place of is refused and left as it was: a link,
     // a read-only file, a missing folder, a temporary file of that name, a device.
     std::fs::write(d.join("target.txt"), "mine").unwrap();

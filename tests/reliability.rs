@@ -287,7 +287,21 @@ fn runs_that_could_not_end_or_fit_are_refused() {
     let heat = |solver: &str, extra: &str| format!("name: h\nsolver:\n  {solver}\ntime: {{end_time: 1.0}}\n{extra}");
     let cases = [
         ("subnormal dt", heat("heat2d: {n: 17, r: 1.0e-320}", ""), vec!["time step dt"]),
+        ("dt subnormal in f32", heat("heat1d: {n: 33, r: 1.0e-40}", "precision: f32\n"), vec!["time step dt", "subnormal in f32"]),
+        (
+            "dt zero in f32",
+            heat(
+                "shallow_water: {scheme: fbl, nx: 10, ny: 10, dx: 200.0, dt: 1.0e-50, bathymetry: {flat: 60.0}, initial: rest}",
+                "precision: f32\n",
+            ),
+            vec!["time step dt = 1e-50", "subnormal in f32"],
+        ),
         ("infinite dt", heat("heat2d: {n: 17, r: 0.2, domain: [-1.0e200, 1.0e200]}", ""), vec!["time step dt"]),
+        (
+            "time beyond f64",
+            "name: h\nsolver:\n  heat1d: {n: 3, r: 1.7e308, method: crank_nicolson}\ntime: {end_step: 10}\n".into(),
+            vec!["time step dt", "largest f64"],
+        ),
         ("too many steps", heat("heat1d: {n: 1000001, r: 0.4}", ""), vec!["steps, more than the limit"]),
         ("too many threads", heat("heat2d: {n: 17, r: 0.2}", "threads: 4096\n"), vec!["threads:", "hardware threads"]),
         ("too much memory", heat("heat2d: {n: 65536, r: 0.2}", ""), vec!["GiB", "available"]),
@@ -316,6 +330,8 @@ fn runs_that_could_not_end_or_fit_are_refused() {
     }
     write(&dir, "c.yaml", "name: h\nsolver:\n  heat1d: {n: 11, r: 0.4}\ntime: {end_time: 1.0e-320}\n");
     exit2(&sim(&dir, &["check", "c.yaml"]), &["time.end_time", "subnormal"]);
+    write(&dir, "c.yaml", "name: h\nsolver:\n  heat1d: {n: 11, r: 0.4}\ntime: {end_step: 5}\noutput: {every_time: 1.0e-310}\n");
+    exit2(&sim(&dir, &["check", "c.yaml"]), &["output.every_time", "subnormal"]);
     // An initial condition that overflows (the peak 1/(4 pi a t0) of a heat kernel).
     write(&dir, "c.yaml", "name: h\nsolver:\n  heat2d: {n: 33, r: 0.2, t0: 1.0e-310}\ntime: {end_step: 3}\n");
     exit2(&sim(&dir, &["run", "c.yaml"]), &["initial state", "inf", "field T", "initial-condition parameters"]);

@@ -75,6 +75,9 @@ fn bad_inputs_exit_2_naming_the_key_and_leave_files_alone() {
         let ds = f.new_dataset::<i16>().shape([ny, nx]).create("packed").unwrap();
         ds.write_raw(&vec![4500i16; nx * ny]).unwrap();
         ds.new_attr::<f64>().shape([2]).create("scale_factor").unwrap().write_raw(&[0.01, 0.02]).unwrap();
+        // A land mask where the depths should be (HDF5 would read it as 1 m).
+        let ds = f.new_dataset::<bool>().shape([ny, nx]).create("mask").unwrap();
+        ds.write_raw(&vec![true; nx * ny]).unwrap();
     }
     std::fs::create_dir_all(dir.join("adir.h5")).unwrap();
     let base = "nx: 20, ny: 16, dx: 200.0, bathymetry: {flat: 60.0}, initial: {bump: {position: corner}}";
@@ -94,6 +97,7 @@ fn bad_inputs_exit_2_naming_the_key_and_leave_files_alone() {
         ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {file: {path: filled.h5, dataset: text}}, initial: rest", &["\"text\"", "_FillValue", "not numeric"]),
         ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {file: {path: filled.h5, dataset: masked}}, initial: rest", &["\"masked\"", "fill value 9.969209968386869e36", "row 1, column 10"]),
         ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {file: {path: filled.h5, dataset: packed}}, initial: rest", &["\"packed\"", "scale_factor", "one finite number"]),
+        ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {file: {path: filled.h5, dataset: mask}}, initial: rest", &["\"mask\"", "bool values, not numbers"]),
         ("scheme: cdklm16, courant: 0.4, nx: 20, ny: 16, dx: 200.0, bathymetry: {flat: 1.0e38}, initial: rest", &["solver.shallow_water", "no stable time step", "f32", "bathymetry"]),
         ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {file: {path: in.h5, dataset: depth}}, initial: rest", &["in.h5", "\"depth\""]),
         ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {file: {path: in.h5, dataset: wrong}}, initial: rest", &["\"wrong\"", "19 x 20", "16 x 20"]),

@@ -49,6 +49,14 @@ pub struct MeshOptions {
     pub out: PathBuf,
 }
 
+/// The most points a generated cloud may have: about what [`cloud_file::MAX_CLOUD_BYTES`]
+/// holds, so that `sim run` reads every cloud `sim mesh` writes.
+pub const MAX_POINTS: usize = 25_000_000;
+
+/// The farthest far field, in chords: far more than an aerofoil case needs (15 to 100 are
+/// usual), and finite.
+pub const MAX_RADIUS: f64 = 1e6;
+
 /// The O-grid's first spacing unless `--first-spacing` is given.
 pub const DEFAULT_FIRST_SPACING: f64 = 2e-3;
 
@@ -57,6 +65,19 @@ pub fn generate(o: &MeshOptions) -> Result<String> {
     let closure = parse_closure(&o.closure)?;
     if o.points == Some(0) {
         return Err(SimError::Input("--points 0: give the number of points wanted (at least 1)".into()));
+    }
+    let asked = match (o.points, o.ni, o.nj) {
+        (_, Some(ni), Some(nj)) => Some(("--ni x --nj", ni.saturating_mul(nj))),
+        (Some(p), ..) => Some(("--points", p)),
+        _ => None,
+    };
+    if let Some((flag, n)) = asked.filter(|&(_, n)| n > MAX_POINTS) {
+        return Err(SimError::Input(format!(
+            "{flag}: {n} points is more than the {MAX_POINTS} that a cloud file sim reads can hold"
+        )));
+    }
+    if !(o.radius > 2.0 && o.radius <= MAX_RADIUS) {
+        return Err(SimError::Input(format!("--radius {}: the far field must be in (2, {MAX_RADIUS:e}] chords", o.radius)));
     }
     check_out(&o.out)?;
     let cloud = match o.kind.as_str() {
@@ -85,8 +106,8 @@ pub fn generate(o: &MeshOptions) -> Result<String> {
 /// temporary file (`.tmp`, written first and renamed) already exists.
 fn check_out(out: &std::path::Path) -> Result<()> {
     let refuse = |why: &str| Err(SimError::Input(format!("--out {}: {why}", out.display())));
-    if out.is_dir() {
-        return refuse("is a directory; give the cloud file's path");
+    if out.is_dir() || out.as_os_str().as_encoded_bytes().ends_with(b"/") {
+        return refuse("is a directory (or ends in /); give the cloud file's path");
     }
     if let Ok(m) = std::fs::symlink_metadata(out) {
         if !m.is_file() {

@@ -45,6 +45,22 @@ pub fn resolve(p: &Path) -> Result<PathBuf> {
     Ok(out)
 }
 
+/// Why a fresh run without `--overwrite` refuses `path`: it holds files (and what to do).
+pub fn holds_files(path: &Path) -> Result<Option<String>> {
+    let held = entries(path);
+    let Some(first) = held.first() else { return Ok(None) };
+    // Continuing is an option only where there is a checkpoint to continue from.
+    let continued = held.iter().any(|n| n.starts_with("checkpoint_") && n.ends_with(".h5"));
+    let way_out = match manifest(path)?.is_empty() {
+        true => "none of them a run's: choose another --out, or pass --overwrite to write beside them".to_string(),
+        false => format!(
+            "pass --overwrite to replace the files of the earlier run{}",
+            if continued { format!(", or continue it with: sim run --restart {}", path.display()) } else { String::new() }
+        ),
+    };
+    Ok(Some(format!("output directory {} already holds files (e.g. {first}); {way_out}", path.display())))
+}
+
 /// Whether the resolved directory `dir` holds the file `file`.
 pub fn holds(dir: &Path, file: &Path) -> Result<bool> {
     Ok(resolve(file.parent().unwrap_or(Path::new("")))? == dir)
@@ -93,20 +109,10 @@ impl RunDir {
     /// not write are left alone, unless a run would write a file of the same name.
     pub fn fresh(path: &Path, overwrite: bool) -> Result<RunDir> {
         not_held(path)?;
-        let held = entries(path);
-        let listed = manifest(path)?;
-        if !overwrite && let Some(first) = held.first() {
-            // Continuing is an option only where there is a checkpoint to continue from.
-            let continued = held.iter().any(|n| n.starts_with("checkpoint_") && n.ends_with(".h5"));
-            let way_out = match listed.is_empty() {
-                true => "none of them a run's: choose another --out, or pass --overwrite to write beside them".to_string(),
-                false => format!(
-                    "pass --overwrite to replace the files of the earlier run{}",
-                    if continued { format!(", or continue it with: sim run --restart {}", path.display()) } else { String::new() }
-                ),
-            };
-            return input(format!("output directory {} already holds files (e.g. {first}); {way_out}", path.display()));
+        if !overwrite && let Some(why) = holds_files(path)? {
+            return input(why);
         }
+        let listed = manifest(path)?;
         // Before anything is created there, and again under the lock.
         refuse_foreign(path, &listed, |_| true)?;
         let mut dir = Self::open(path)?;
@@ -176,7 +182,12 @@ impl RunDir {
     fn open(path: &Path) -> Result<RunDir> {
         std::fs::create_dir_all(path)
             .map_err(|e| SimError::Input(format!("cannot create output directory {}: {e}", path.display())))?;
-        let err = |what: &str, e: std::io::Error| SimError::Input(format!("{}: {e}", path.join(what).display()));
+        let err = |what: &str, e: std::io::Error| match e.kind() {
+            std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem => {
+                SimError::Input(format!("output directory {} takes no new files ({what}: {e})", path.display()))
+            }
+            _ => SimError::Input(format!("{}: {e}", path.join(what).display())),
+        };
         let mut lock = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path.join(LOCK)).map_err(|e| err(LOCK, e))?;
         if lock.try_lock().is_err() {
             return in_use(path, lock);
@@ -302,8 +313,8 @@ fn refuse_foreign(path: &Path, listed: &BTreeSet<String>, written: impl Fn(&str)
 /// a case `name_20240101`.
 fn step_of(file: &str, name: &str) -> Option<u64> {
     let digits = |s: &str| s.len() >= 8 && s.bytes().all(|b| b.is_ascii_digit());
-    if let Some(rest) = file.strip_prefix("checkpoint_") {
-        let step = rest.strip_suffix(".h5").or_else(|| rest.strip_suffix(".xmf"))?;
+    // (A case may be named `checkpoint`: its frames are `checkpoint_<step>.vti`.)
+    if let Some(step) = file.strip_prefix("checkpoint_").and_then(|r| r.strip_suffix(".h5").or_else(|| r.strip_suffix(".xmf"))) {
         return digits(step).then(|| step.parse().ok()).flatten();
     }
     let rest = file.strip_prefix(name)?.strip_prefix('_')?;
@@ -348,6 +359,9 @@ mod tests {
         assert_eq!(step_of("h_00000010_p3.vti", "h"), Some(10));
         assert_eq!(step_of("h_00000010.pvti", "h"), Some(10));
         assert_eq!(step_of("checkpoint_00000040.xmf", "h"), Some(40));
+        // The frames of a case named `checkpoint`.
+        assert_eq!(step_of("checkpoint_00000063.vti", "checkpoint"), Some(63));
+        assert_eq!(step_of("checkpoint_00000063_p1.vti", "checkpoint"), Some(63));
         // Files of the cases `h_2` and `run_20240101`, and names that are not frames.
         for (file, name) in [("h_2_00000012.vti", "h"), ("run_20240101_00000010.vti", "run"), ("run_20240101.pvd", "run")] {
             assert_eq!(step_of(file, name), None, "{file}");

@@ -210,6 +210,11 @@ impl<'a> Driver<'a> {
             return Ok(());
         }
         self.settle(s)?;
+        // A frame shows no NaN/Inf either (a checkpoint is preceded by a guard check anyway).
+        if due.contains(&Activity::Output) && !due.contains(&Activity::Guard) {
+            let checked = self.check(s).map(drop);
+            self.agree(checked)?;
+        }
         for activity in due {
             let r = match activity {
                 Activity::Guard => self.guard(s),
@@ -323,6 +328,14 @@ impl<'a> Driver<'a> {
 
     /// NaN/Inf check of the fields and of the diagnostics, plus a history row.
     fn guard(&mut self, s: &dyn Solver) -> Result<()> {
+        let diagnostics = self.check(s)?;
+        let wall = self.started.elapsed().as_secs_f64();
+        let time = (s.clock() == Clock::Physical).then(|| s.time());
+        self.history.as_mut().map_or(Ok(()), |h| h.append(s.step(), time, wall, &diagnostics))
+    }
+
+    /// NaN/Inf check of the fields and of the diagnostics, which it returns.
+    fn check(&self, s: &dyn Solver) -> Result<Vec<(&'static str, Option<f64>)>> {
         let keep = || match &self.last_checkpoint {
             Some(p) => format!("the last good checkpoint is {}", p.display()),
             None => "no checkpoint was written yet".into(),
@@ -350,9 +363,7 @@ impl<'a> Driver<'a> {
                 keep()
             )));
         }
-        let wall = self.started.elapsed().as_secs_f64();
-        let time = (s.clock() == Clock::Physical).then(|| s.time());
-        self.history.as_mut().map_or(Ok(()), |h| h.append(s.step(), time, wall, &diagnostics))
+        Ok(diagnostics)
     }
 
     fn write_output(&mut self, s: &dyn Solver) -> Result<()> {

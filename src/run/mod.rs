@@ -53,7 +53,7 @@ pub fn check_on(opts: &RunOptions, ranks: Option<usize>) -> Result<String> {
     }
     let stop = Stop::of(&plan.case, opts.steps, step);
     let dt = spec.nominal_dt();
-    stop.check_limits(step, time, dt)?;
+    stop.check_limits(step, time, dt, plan.precision)?;
     // The driver's steps replayed where they are few enough: those that land on output
     // instants count too.
     let landing = schedule::Landing { end_time: plan.case.time.end_time, every_time: plan.case.output.every_time };
@@ -74,8 +74,13 @@ pub fn check_on(opts: &RunOptions, ranks: Option<usize>) -> Result<String> {
         (Some(n), Some([px, py])) => format!("  {backend}\n  MPI: {n} ranks on a {px} x {py} process grid\n"),
         _ => format!("  {backend}\n"),
     };
+    // What `sim run` without --overwrite would refuse.
+    let held = match &plan.restart {
+        None => directory::holds_files(&plan.out_dir)?.map(|why| format!("  note: sim run refuses it as it is: {why}\n")),
+        Some(_) => None,
+    };
     let text = text + &backend + &tiling.map(|t| format!("  temporal blocking: {t}\n")).unwrap_or_default() + subnormals;
-    Ok(crate::error::compact_numbers(&text).into_owned())
+    Ok(crate::error::compact_numbers(&text).into_owned() + &held.unwrap_or_default())
 }
 
 /// `r` as every rank of `procs` agrees on it (see [`crate::parallel::agree`]).
@@ -153,7 +158,7 @@ pub fn run_on(opts: &RunOptions, procs: Option<&dyn Processes>) -> Result<serde_
             None => None,
         };
         let stop = Stop::of(case, opts.steps, solver.step());
-        stop.check_limits(solver.step(), solver.time(), schedule::nominal_dt(solver.as_ref()))?;
+        stop.check_limits(solver.step(), solver.time(), schedule::nominal_dt(solver.as_ref()), solver.precision())?;
         if restart.is_some() && solver.converged() {
             return input(format!(
                 "the checkpoint is at step {}{}, where the run had reached its steady state ({}); there is nothing \

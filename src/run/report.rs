@@ -110,11 +110,19 @@ pub fn summary_text(v: &serde_json::Value) -> String {
             (None, Some(f)) => Some(format!("{f:.3e}")),
             _ => None,
         };
-        let parts: Vec<String> =
-            e.iter().filter(|(k, _)| *k != "rdp_s").filter_map(|(k, x)| number(x).map(|t| format!("{k} = {t}"))).collect();
+        // The run's decomposition is no comparison with the reference: a line of its own.
+        let run_facts = ["rdp_s", "ranks", "halo_exchange_share"];
+        let parts: Vec<String> = e
+            .iter()
+            .filter(|(k, _)| !run_facts.contains(&k.as_str()))
+            .filter_map(|(k, x)| number(x).map(|t| format!("{k} = {t}")))
+            .collect();
         if !parts.is_empty() {
             let reference = e.get("reference").and_then(|r| r.as_str()).unwrap_or("reference");
             s += &format!("  vs {reference}: {}\n", parts.join(", "));
+        }
+        if let (Some(ranks), Some(share)) = (e.get("ranks"), e.get("halo_exchange_share").and_then(|x| x.as_f64())) {
+            s += &format!("  {ranks} MPI ranks: halo exchange {:.1} % of the step time on rank 0\n", 100.0 * share);
         }
     }
     s += &format!("  {} output files", v["outputs"]);
@@ -199,5 +207,10 @@ mod tests {
         let mut grid = v.clone();
         grid["errors"] = serde_json::json!({"reference": "analytic", "max_error": 1e-3});
         assert!(summary_text(&grid).contains("BW_e = 12.50 GB/s"), "{}", summary_text(&grid));
+        grid["errors"]["ranks"] = 4.into();
+        grid["errors"]["halo_exchange_share"] = 0.125.into();
+        let text = summary_text(&grid);
+        assert!(text.contains("vs analytic: max_error = 1.000e-3\n"), "{text}");
+        assert!(text.contains("  4 MPI ranks: halo exchange 12.5 % of the step time on rank 0\n"), "{text}");
     }
 }

@@ -4,6 +4,7 @@
 
 use crate::case::Case;
 use crate::error::{Result, input};
+use crate::real::Precision;
 use crate::solver::{Clock, Solver};
 
 /// Relative slack on time comparisons: a multiple of `output.every_time` within `TOL` of the
@@ -113,17 +114,27 @@ impl Stop {
     /// Refuse a run that could not end: a time step that is not positive, finite and normal,
     /// more than [`MAX_FRAMES`] output instants, or more than [`MAX_STEPS`] steps (the
     /// landing steps included).
-    pub fn check_limits(&self, step: u64, time: f64, dt: Option<f64>) -> Result<()> {
+    /// (Normal in the run's `precision`: an f32 run steps in f32.)
+    pub fn check_limits(&self, step: u64, time: f64, dt: Option<f64>, precision: Precision) -> Result<()> {
         if let Some(dt) = dt
-            && !(dt.is_normal() && dt > 0.0)
+            && !(precision.is_normal(dt) && dt > 0.0)
         {
             return input(format!(
                 "the time step dt = {dt:e} that the case gives is not usable: it must be positive, finite and \
-                 not subnormal (check the stability number, the grid and the domain)"
+                 not subnormal in {} (check the stability number, the grid and the domain)",
+                precision.name()
             ));
         }
         // A checkpoint past a lowered end has no steps left (the caller says so).
         let steps = self.last_step(step, time, dt).saturating_sub(step);
+        if let Some(dt) = dt
+            && !(time + steps as f64 * dt).is_finite()
+        {
+            return input(format!(
+                "the time step dt = {dt:e} that the case gives would take the simulated time past the largest f64 \
+                 in the run's {steps} steps (check the stability number, the grid and the domain)"
+            ));
+        }
         let frames = self.output_instants(step, time, dt);
         if frames > MAX_FRAMES as f64 {
             return input(format!(

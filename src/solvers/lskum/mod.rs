@@ -389,11 +389,12 @@ impl SolverSpec for LskumParams {
         // Below 1e-6 the free stream's dynamic pressure, ½ γ p M², is under 1e-12 of p: lost in
         // the round-off of f64 pressures, and C_p (normalised by it) with it.
         if !(self.mach.is_finite() && (MIN_MACH..10.0).contains(&self.mach)) {
-            return input(format!(
-                "{key}.mach: {} must be in [{MIN_MACH:e}, 10): below that the free stream's dynamic pressure is \
-                 lost in the round-off of the pressure",
-                self.mach
-            ));
+            let why = if self.mach < MIN_MACH {
+                ": below that the free stream's dynamic pressure is lost in the round-off of the pressure"
+            } else {
+                ""
+            };
+            return input(format!("{key}.mach: {} must be in [{MIN_MACH:e}, 10){why}", self.mach));
         }
         if !(self.aoa.is_finite() && self.aoa.abs() <= 90.0) {
             return input(format!("{key}.aoa: {} must be within [-90, 90] degrees", self.aoa));
@@ -617,10 +618,12 @@ impl Solver for Lskum {
     fn diagnostics(&self) -> Vec<(&'static str, Option<f64>)> {
         let (cl, cd, cm) = self.coefficients();
         // The residue is log10 of 0 (or of 0/0) where an iteration changed nothing: no value.
-        let residue = self.residue.is_finite().then_some(self.residue);
+        // Neither has one before the first iteration.
+        let iterated = self.step > 0;
+        let residue = self.residue.is_finite().then_some(self.residue).filter(|_| iterated);
         vec![
             ("residue", residue),
-            ("residual", Some(self.res_last)),
+            ("residual", Some(self.res_last).filter(|_| iterated)),
             ("cl", Some(cl)),
             ("cd", Some(cd)),
             ("cm", Some(cm)),

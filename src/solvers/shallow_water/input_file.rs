@@ -31,6 +31,14 @@ pub fn read(key: &str, path: &Path, name: &str, shapes: &[[usize; 2]]) -> Result
     if !shapes.contains(&[cols, rows]) {
         return input(format!("{key}: dataset {name:?} of {file} is {rows} x {cols}; needs {wanted} (rows x columns)"));
     }
+    // HDF5 converts enumerations (h5py's booleans among them) to numbers: a mask read as
+    // depth 1 m. Only numbers are data.
+    use hdf5::types::TypeDescriptor as Type;
+    // (A type the crate cannot describe, such as float16, is left to the conversion below.)
+    match ds.dtype().and_then(|t| t.to_descriptor()) {
+        Ok(Type::Integer(_) | Type::Unsigned(_) | Type::Float(_)) | Err(_) => {}
+        Ok(t) => return input(format!("{key}: dataset {name:?} of {file} holds {t} values, not numbers")),
+    }
     let values: Vec<f64> = ds
         .read_raw::<f64>()
         .map_err(|e| crate::error::SimError::Input(format!("{key}: cannot read dataset {name:?} of {file} as numbers ({e})")))?;

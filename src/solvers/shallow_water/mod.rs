@@ -682,7 +682,8 @@ impl<T: Real> Solver for ShallowWater<T> {
             ("mass", Some(t.mass)),
             ("energy", Some(t.energy)),
             ("max_speed", Some(t.max_speed)),
-            ("dt", Some(self.last_dt)),
+            // None before the first step of this process (0 is no step length).
+            ("dt", (self.last_dt > 0.0).then_some(self.last_dt)),
         ]
     }
 

@@ -297,6 +297,14 @@ impl Case {
         }
         self.gpu.validate()?;
         self.cpu.validate()?;
+        // Settings of the lskum kernels, refused elsewhere rather than ignored.
+        let kind = self.solver.kind();
+        if kind != "lskum" && self.cpu.math != crate::cpu::Math::Exact {
+            return input(format!("cpu.math: fast: only the lskum solver's fluxes have a fast math ({kind} has none)"));
+        }
+        if kind != "lskum" && self.gpu.flux != crate::cuda::Flux::Fused {
+            return input(format!("gpu.flux: split: only the lskum solver's flux kernels split ({kind} has none)"));
+        }
         if self.threads > 4096 {
             return input(format!("threads: {} is not a sensible thread count", self.threads));
         }

@@ -65,6 +65,9 @@ fn bad_case_files_are_rejected_with_the_key_named() {
         ("bad_precision", format!("name: h\n{g}{t}precision: f16\n"), vec!["precision", "f16"]),
         ("bad_math", format!("name: h\n{g}{t}cpu: {{math: bogus}}\n"), vec!["cpu.math", "bogus"]),
         ("bad_subnormals", format!("name: h\n{g}{t}cpu: {{subnormals: zero}}\n"), vec!["cpu.subnormals", "zero"]),
+        // The lskum kernels' settings on another solver: refused, not ignored.
+        ("math_elsewhere", format!("name: h\n{g}{t}cpu: {{math: fast}}\n"), vec!["cpu.math: fast", "heat2d has none"]),
+        ("flux_elsewhere", format!("name: h\n{g}{t}gpu: {{flux: split}}\n"), vec!["gpu.flux: split", "heat2d has none"]),
         ("bad_name", format!("name: ../h\n{g}{t}"), vec!["name:"]),
         ("syntax_error", format!("name: h\n{g}time: {{end_step: 2\n"), vec!["line"]),
         ("duplicate_key", format!("name: h\n{g}{t}name: k\n"), vec!["duplicate mapping key `name`", "line 5"]),

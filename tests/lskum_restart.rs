@@ -132,6 +132,12 @@ fn mesh_cli_writes_a_loadable_cloud_and_rejects_bad_options() {
     assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
     let c = sim::mesh::cloud_file::load(&out, sim::solvers::lskum::CloudFormat::Sim).unwrap();
     assert_eq!(c.len(), 2400);
+    // Read in the default legacy layout, it fails and says what it is.
+    let case = case_file(&d, &out.display().to_string(), "legacy");
+    let st = std::process::Command::new(env!("CARGO_BIN_EXE_sim")).arg("check").arg(&case).output().unwrap();
+    let err = String::from_utf8_lossy(&st.stderr);
+    assert_eq!(st.status.code(), Some(2), "{err}");
+    assert!(err.contains("the file is a sim point cloud: give format: sim"), "{err}");
     let ignored = [
         vec!["--ni", "80", "--nj", "30", "--points", "500"],
         vec!["--type", "quadtree", "--ni", "80", "--nj", "30"],

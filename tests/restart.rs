@@ -35,7 +35,7 @@ fn check_restart_with(test: &str, solver: &str, precision: &str, time: &str, fir
 
     // The series lists every output once, in order, with the same times as the straight run.
     // The only extra entry of the two-leg run is the state written where the first leg stopped.
-    let pvd = |d: &str| Pvd::resume(dir.join(d).join("h.pvd"), u64::MAX).entries;
+    let pvd = |d: &str| Pvd::resume(dir.join(d).join("h.pvd"), u64::MAX, &[]).0.entries;
     let stop: u64 = first_leg.parse().unwrap();
     let mut legs_entries = pvd("legs");
     legs_entries.retain(|e| e.step != stop || pvd("full").iter().any(|f| f.step == stop));
@@ -83,6 +83,33 @@ fn implicit_heat_restart_is_bit_exact() {
             check_restart(&format!("ri{name}{precision}"), solver, precision, end, "13");
         }
     }
+}
+
+/// A restart whose series was deleted or cut short rebuilds it from the frames on disk, with
+/// the times they hold: the same series as an uninterrupted run's.
+#[test]
+fn a_lost_series_is_rebuilt_from_the_frames() {
+    let dir = scratch("lost_pvd");
+    let extra = "output: {every_time: 0.007}\ncheckpoint: {every_steps: 10}";
+    let case = write(&dir, "case.yaml", &heat_case("h", "heat2d: {n: 17, r: 0.2}", "f64", "{end_time: 0.1}", extra));
+    ok(sim(&dir, &["run", "case.yaml", "--quiet", "--out", "full"]));
+    let series = |d: &str| Pvd::resume(dir.join(d).join("h.pvd"), u64::MAX, &[]).0.entries;
+    for (leg, damage) in [("deleted", 0), ("cut", 200)] {
+        ok(sim(&dir, &["run", "case.yaml", "--quiet", "--out", leg, "--steps", "25"]));
+        let pvd = dir.join(leg).join("h.pvd");
+        let text = std::fs::read(&pvd).unwrap();
+        match damage {
+            0 => std::fs::remove_file(&pvd).unwrap(),
+            n => std::fs::write(&pvd, &text[..n]).unwrap(),
+        }
+        let o = ok(sim(&dir, &["run", "--restart", leg, case.to_str().unwrap()]));
+        assert!(stderr(&o).contains("rebuilt from the times its"), "{}", stderr(&o));
+        let mut got = series(leg);
+        // The frame where the leg stopped is the one entry a straight run lacks.
+        got.retain(|e| e.step != 25);
+        assert_eq!(got, series("full"), "{leg}");
+    }
+    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]

@@ -91,6 +91,8 @@ fn bad_inputs_exit_2_naming_the_key_and_leave_files_alone() {
         ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {file: {path: nope.h5}}, initial: rest", &["nope.h5", "no such file"]),
         ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {file: {path: text.h5}}, initial: rest", &["text.h5", "HDF5"]),
         ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {file: {path: adir.h5}}, initial: rest", &["adir.h5", "not a regular file"]),
+        ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {file: {path: ''}}, initial: rest", &["bathymetry.file.path", "give"]),
+        ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {flat: 60.0}, initial: {file: {path: ''}}", &["initial.file.path", "give"]),
         ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {file: {path: filled.h5}}, initial: rest", &["filled.h5", "_FillValue", "row 1, column 10"]),
         ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {file: {path: filled.h5, dataset: array}}, initial: rest", &["\"array\"", "missing_value", "row 1, column 10"]),
         ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {file: {path: filled.h5, dataset: two}}, initial: rest", &["\"two\"", "missing_value 7.777e3", "row 2, column 5"]),

@@ -23,13 +23,34 @@ impl Pvd {
     }
 
     /// Read the entries of an existing series and keep those up to `step`, so a restart
-    /// continues the series without duplicates. Missing or unreadable files give an empty
-    /// series.
-    pub fn resume(path: PathBuf, step: u64) -> Self {
+    /// continues the series without duplicates. A series that is missing or cut short (no
+    /// closing tag) is rebuilt from `frames`, the run's frame files up to `step` with their
+    /// steps, each of which holds its time; the note says so.
+    pub fn resume(path: PathBuf, step: u64, frames: &[(u64, String)]) -> (Self, Option<String>) {
         let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let whole = text.trim_end().ends_with("</VTKFile>");
         let mut entries: Vec<Entry> = text.lines().filter_map(parse_line).collect();
         entries.retain(|e| e.step <= step);
-        Pvd { path, entries }
+        let mut note = None;
+        if !whole && !frames.is_empty() {
+            let dir = path.parent().unwrap_or(Path::new(""));
+            let timed: Vec<Entry> = (frames.iter())
+                .filter_map(|(step, file)| Some(Entry { step: *step, time: time_of(&dir.join(file))?, file: file.clone() }))
+                .collect();
+            note = Some(format!(
+                "note: the series {} was {}; rebuilt from the times its {} frame files hold{}",
+                path.display(),
+                if text.is_empty() { "missing" } else { "cut short" },
+                timed.len(),
+                match frames.len() - timed.len() {
+                    0 => String::new(),
+                    n => format!(" ({n} more without a readable time left out)"),
+                }
+            ));
+            entries = timed;
+            entries.sort_by_key(|e| e.step);
+        }
+        (Pvd { path, entries }, note)
     }
 
     /// Add (or replace) the entry of `step` and rewrite the file.
@@ -58,6 +79,17 @@ pub fn step_of(file: &str) -> Option<u64> {
     stem.rsplit('_').next()?.parse().ok()
 }
 
+/// The `TimeValue` a frame file holds (in its field data, near the start).
+fn time_of(path: &Path) -> Option<f64> {
+    use std::io::Read;
+    let mut head = Vec::new();
+    std::fs::File::open(path).ok()?.take(1 << 16).read_to_end(&mut head).ok()?;
+    let head = String::from_utf8_lossy(&head);
+    let rest = &head[head.find("Name=\"TimeValue\"")?..];
+    let rest = &rest[rest.find('>')? + 1..];
+    rest[..rest.find('<')?].trim().parse().ok()
+}
+
 fn parse_line(line: &str) -> Option<Entry> {
     let attr = |name: &str| {
         let start = line.find(&format!("{name}=\""))? + name.len() + 2;
@@ -81,9 +113,9 @@ mod tests {
         for (s, t) in [(0, 0.0), (10, 0.1), (20, 0.2 + 1e-17)] {
             p.add(s, t, format!("a_{s:08}.vti")).unwrap();
         }
-        let r = Pvd::resume(path.clone(), 10);
+        let r = Pvd::resume(path.clone(), 10, &[]).0;
         assert_eq!(r.entries, p.entries[..2]);
-        let all = Pvd::resume(path, 99);
+        let all = Pvd::resume(path, 99, &[]).0;
         assert_eq!(all.entries, p.entries, "times round-trip exactly");
         std::fs::remove_dir_all(dir).unwrap();
     }

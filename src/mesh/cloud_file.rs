@@ -21,7 +21,7 @@
 use std::iter::Peekable;
 use std::path::Path;
 
-use crate::error::{Result, input, quote, read_text_file};
+use crate::error::{Result, SimError, input, quote, read_text_file};
 use crate::solvers::lskum::cloud::{Cloud, Csr, INTERIOR, NONE, OUTER, WALL};
 
 /// First line of a `sim` point-cloud file.
@@ -89,7 +89,13 @@ pub fn load(path: &Path, format: CloudFormat) -> Result<Cloud> {
 
 /// Parse cloud text (`origin` names the file in messages) and build the derived geometry.
 pub fn parse(text: &str, origin: &str, format: CloudFormat) -> Result<Cloud> {
-    let raw = parse_raw(text, origin, format)?;
+    // `sim mesh`'s files say what they are: read in another layout, they fail on the first point.
+    let raw = parse_raw(text, origin, format).map_err(|e| match e {
+        SimError::Input(m) if format != CloudFormat::Sim && text.starts_with(SIM_SIGNATURE) => {
+            SimError::Input(format!("{m} (read as format: {}; the file is a sim point cloud: give format: sim)", format.name()))
+        }
+        e => e,
+    })?;
     build(raw, origin)
 }
 

@@ -202,6 +202,20 @@ impl RunDir {
         Ok(RunDir { path: path.to_path_buf(), _lock: lock, manifest, listed })
     }
 
+    /// The frames of case `name` up to `step` that this directory's runs wrote and that are
+    /// there, with their steps (whole frames: the `.pvti` of a decomposed run, not its pieces).
+    pub fn frames(&self, name: &str, step: u64) -> Vec<(u64, String)> {
+        let whole = |f: &str| {
+            let (stem, ext) = f.strip_prefix(name)?.strip_prefix('_')?.rsplit_once('.')?;
+            let digits = stem.len() >= 8 && stem.bytes().all(|b| b.is_ascii_digit());
+            (digits && matches!(ext, "vti" | "vtu" | "pvti")).then(|| stem.parse().ok()).flatten()
+        };
+        (self.listed.iter())
+            .filter_map(|f| whole(f).map(|k| (k, f.clone())))
+            .filter(|(k, f)| *k <= step && self.path.join(f).is_file())
+            .collect()
+    }
+
     /// Note that the run wrote `name` (before or right after writing it).
     pub fn record(&mut self, name: &str) -> Result<()> {
         if self.listed.insert(name.to_string()) {

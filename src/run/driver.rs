@@ -85,11 +85,16 @@ impl<'a> Driver<'a> {
         let case = setup.case;
         let keep_until = setup.restart.as_ref().map(|_| start_step);
         let started = Instant::now();
+        let frames = dir.as_ref().map(|d| d.frames(&case.name, start_step)).unwrap_or_default();
+        let (pvd, note) = Pvd::resume(setup.out_dir.join(format!("{}.pvd", case.name)), start_step, &frames);
+        if let Some(note) = note.filter(|_| !setup.quiet) {
+            crate::say!("{note}");
+        }
         Ok(Driver {
             activities: activities(case),
             landing: Landing { end_time: case.time.end_time, every_time: case.output.every_time },
             start_step,
-            pvd: Pvd::resume(setup.out_dir.join(format!("{}.pvd", case.name)), start_step),
+            pvd,
             history: match dir {
                 Some(_) => Some(History::open(crate::io::history::path_in(setup.out_dir), keep_until)?),
                 None => None,

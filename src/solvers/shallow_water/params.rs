@@ -390,6 +390,9 @@ impl ShallowWaterParams {
         let key = format!("{KEY}.bathymetry");
         match &self.bathymetry {
             Bathymetry::Flat(h) => positive(&format!("{key}.flat"), *h),
+            Bathymetry::File { path, .. } if path.as_os_str().is_empty() => {
+                input(format!("{key}.file.path: give the HDF5 or NetCDF-4 file's path"))
+            }
             Bathymetry::GpuOceanTest | Bathymetry::File { .. } => Ok(()),
             Bathymetry::Waves { mean, amplitude, wavelength } => {
                 positive(&format!("{key}.waves.mean"), *mean)?;
@@ -408,6 +411,9 @@ impl ShallowWaterParams {
     fn check_initial(&self) -> Result<()> {
         let key = format!("{KEY}.initial");
         match &self.initial {
+            InitialCondition::File { path, .. } if path.as_os_str().is_empty() => {
+                input(format!("{key}.file.path: give the HDF5 or NetCDF-4 file's path"))
+            }
             InitialCondition::Rest | InitialCondition::File { .. } => Ok(()),
             InitialCondition::Bump { amplitude, .. } => finite(&format!("{key}.bump.amplitude"), *amplitude),
             InitialCondition::Hump { amplitude, radius, width, center, shape } => {

@@ -358,8 +358,14 @@ fn a_history_value_that_is_not_finite_stops_the_run() {
     // A heat content beyond f64 from values within it: refused before anything is written.
     let wide = "name: h\nsolver:\n  heat1d: {n: 33, r: 0.4, length: 1.0e10, amplitude: 1.0e300}\ntime: {end_step: 10}\n";
     write(&dir, "h.yaml", wide);
-    exit2(&sim(&dir, &["run", "h.yaml"]), &["initial state gives inf for the diagnostic heat_content"]);
-    assert!(!dir.join("out/h").exists());
+    // sim check builds the initial state and refuses it as the run does.
+    let fast_lid = "name: c\nsolver:\n  cavity: {n: 17, re: 100, lid_velocity: 1.0e160}\ntime: {end_step: 3}\n";
+    write(&dir, "c.yaml", fast_lid);
+    for cmd in ["check", "run"] {
+        exit2(&sim(&dir, &[cmd, "h.yaml"]), &["initial state gives inf for the diagnostic heat_content"]);
+        exit2(&sim(&dir, &[cmd, "c.yaml"]), &["initial state gives inf for the diagnostic kinetic_energy"]);
+    }
+    assert!(!dir.join("out/h").exists() && !dir.join("out/c").exists());
     // Values whose heat content and errors f64 holds: no overflow on the way to them.
     let tall = "name: t\nsolver:\n  heat1d: {n: 33, r: 0.4, amplitude: 1.0e306}\ntime: {end_step: 10}\n\
                 guard: {check_every: 1}\n";

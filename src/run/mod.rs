@@ -12,8 +12,11 @@ pub mod signals;
 pub use plan::{Plan, RunOptions, plan};
 pub use report::summary_text;
 
+use std::path::Path;
+
 use crate::error::{Result, SimError, input};
 use crate::parallel::Processes;
+use crate::solver::Solver;
 use crate::solvers::{self, Device};
 use schedule::Stop;
 
@@ -46,10 +49,14 @@ pub fn check_on(opts: &RunOptions, ranks: Option<usize>) -> Result<String> {
     let grid = ranks.map(|n| solvers::decomposition(&plan.case, &device, n)).transpose()?;
     crate::solvers::check_memory(spec.memory_estimate(plan.precision) / ranks.unwrap_or(1))?;
     let (step, time) = plan.restart.as_ref().map_or((0, 0.0), |ck| (ck.meta.step, ck.meta.time));
-    if let Some(ck) = &plan.restart {
+    match &plan.restart {
         // Attributes, dataset shapes and types against the solver's state; no array data is
-        // read. (A fresh case allocates nothing here.)
-        ck.check(crate::solvers::build(&plan.case, plan.precision)?.as_ref())?;
+        // read.
+        Some(ck) => ck.check(crate::solvers::build(&plan.case, plan.precision)?.as_ref())?,
+        // The initial state, checked as the run checks it (on one process: under a launcher
+        // the whole state need not fit one rank's memory).
+        None if ranks.is_none() => check_start(crate::solvers::build(&plan.case, plan.precision)?.as_ref(), None)?,
+        None => {}
     }
     let stop = Stop::of(&plan.case, opts.steps, step);
     let dt = spec.nominal_dt();
@@ -81,6 +88,37 @@ pub fn check_on(opts: &RunOptions, ranks: Option<usize>) -> Result<String> {
     };
     let text = text + &backend + &tiling.map(|t| format!("  temporal blocking: {t}\n")).unwrap_or_default() + subnormals;
     Ok(crate::error::compact_numbers(&text).into_owned() + &held.unwrap_or_default())
+}
+
+/// Refuse the state a run would start from where a value or a diagnostic is not finite: the
+/// initial condition's (its parameters, not the stepping, are at fault) or the checkpoint's
+/// `restart` (one written between two guard checks of a run that was failing, or a forged one).
+fn check_start(solver: &dyn Solver, restart: Option<&Path>) -> Result<()> {
+    let (precision, f32) = (solver.precision().name(), solver.precision() == crate::real::Precision::F32);
+    if let Some(nf) = solver.find_non_finite() {
+        let at = format!("the non-finite value {} in field {} at node ({})", nf.value, nf.field, nf.at());
+        return input(match restart {
+            Some(path) => format!("checkpoint {}: the state holds {at}; restart from an earlier one", path.display()),
+            None => {
+                let f32_way_out = if f32 { " or use precision: f64" } else { "" };
+                format!(
+                    "the initial state holds {at}: the case's initial-condition parameters overflow \
+                     {precision} arithmetic; check them{f32_way_out}"
+                )
+            }
+        });
+    }
+    if let Some((name, value)) = crate::solver::non_finite_diagnostic(&solver.diagnostics()) {
+        let gives = format!("gives {value} for the diagnostic {name} (history.csv)");
+        return input(match restart {
+            Some(path) => format!("checkpoint {}: the state {gives}; restart from an earlier one", path.display()),
+            None => format!(
+                "the initial state {gives}: the case's parameters are too large or too small for \
+                 {precision} arithmetic; check them"
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// `r` as every rank of `procs` agrees on it (see [`crate::parallel::agree`]).
@@ -177,33 +215,7 @@ pub fn run_on(opts: &RunOptions, procs: Option<&dyn Processes>) -> Result<serde_
                 stop.text()
             ));
         }
-        // The state the run starts from: the initial condition (its parameters, not the
-        // stepping, are at fault) or the checkpoint's (one written between two guard checks
-        // of a run that was failing, or a forged one).
-        let (precision, f32) = (solver.precision().name(), solver.precision() == crate::real::Precision::F32);
-        if let Some(nf) = solver.find_non_finite() {
-            let at = format!("the non-finite value {} in field {} at node ({})", nf.value, nf.field, nf.at());
-            return input(match &restart {
-                Some(path) => format!("checkpoint {}: the state holds {at}; restart from an earlier one", path.display()),
-                None => {
-                    let f32_way_out = if f32 { " or use precision: f64" } else { "" };
-                    format!(
-                        "the initial state holds {at}: the case's initial-condition parameters overflow \
-                         {precision} arithmetic; check them{f32_way_out}"
-                    )
-                }
-            });
-        }
-        if let Some((name, value)) = crate::solver::non_finite_diagnostic(&solver.diagnostics()) {
-            let gives = format!("gives {value} for the diagnostic {name} (history.csv)");
-            return input(match &restart {
-                Some(path) => format!("checkpoint {}: the state {gives}; restart from an earlier one", path.display()),
-                None => format!(
-                    "the initial state {gives}: the case's parameters are too large or too small for \
-                     {precision} arithmetic; check them"
-                ),
-            });
-        }
+        check_start(solver.as_ref(), restart.as_deref())?;
         // From here a signal waits for the first step's end (with a checkpoint), so that it
         // cannot stop the run directory's clean-up half-way.
         signals::install();

@@ -111,7 +111,11 @@ pub fn bench(o: &BenchOptions) -> Result<serde_json::Value> {
             return crate::bench_tridiag::bench(o, &device);
         }
         let solver = match entry {
-            Some(e) => Some((e.bench)(size, o, &device)?),
+            // A case key that --size set is named with it.
+            Some(e) => Some((e.bench)(size, o, &device).map_err(|e| match e {
+                SimError::Input(m) if m.starts_with("solver.") => SimError::Input(format!("--size {size} sets {m}")),
+                e => e,
+            })?),
             None => None,
         };
         let mesh = solver.as_ref().map(|s| s.mesh());

@@ -156,6 +156,7 @@ pub fn parse_blocks(s: &str) -> Result<Vec<[u32; 2]>> {
             let (x, y) = b.trim().split_once('x').unwrap_or((b.trim(), "1"));
             match (x.parse::<u32>(), y.parse::<u32>()) {
                 (Ok(x), Ok(y)) if x > 0 && y > 0 => Ok([x, y]),
+                (Ok(_), Ok(_)) => input(format!("--blocks {s}: {}: a block has at least one thread each way", b.trim())),
                 _ => input(format!("--blocks {s}: give shapes as BXxBY, comma-separated (e.g. 16x8,32x4)")),
             }
         })
@@ -172,6 +173,7 @@ mod tests {
         assert!(c.contains(&[16, 16]) && c.contains(&[32, 8]) && c.contains(&[1024, 1]));
         assert!(c.iter().all(|[x, y]| (32..=1024).contains(&(x * y))));
         assert_eq!(parse_blocks("16x8, 32x4,256").unwrap(), [[16, 8], [32, 4], [256, 1]]);
-        assert!(parse_blocks("16x0").is_err() && parse_blocks("a").is_err());
+        assert!(parse_blocks("16x0").is_err_and(|e| e.to_string().contains("16x0: a block has at least one thread")));
+        assert!(parse_blocks("a").is_err());
     }
 }

@@ -338,7 +338,7 @@ fn runs_that_could_not_end_or_fit_are_refused() {
     write(&dir, "c.yaml", GOOD);
     exit2(&sim(&dir, &["run", "c.yaml", "--threads", "100000"]), &["--threads"]);
     exit2(&sim(&dir, &["run", "c.yaml", "--steps", "0"]), &["--steps"]);
-    exit2(&sim(&dir, &["bench", "heat2d", "--size", "1000000", "--seconds", "0.01"]), &["solver.heat2d.n"]);
+    exit2(&sim(&dir, &["bench", "heat2d", "--size", "1000000", "--seconds", "0.01"]), &["--size 1000000 sets solver.heat2d.n"]);
     exit2(&sim(&dir, &["bench", "heat2d", "--size", "60000", "--seconds", "0.01"]), &["GiB"]);
     let block = GOOD.to_string() + "gpu: {block: [65536, 65536]}\n";
     write(&dir, "b.yaml", &block);

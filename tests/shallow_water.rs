@@ -130,6 +130,7 @@ fn bad_inputs_exit_2_naming_the_key_and_leave_files_alone() {
             &["geostrophic_jet", "solver.shallow_water.coriolis.f0"],
         ),
         ("scheme: fbl, dt: 1.0, nx: 1, ny: 16, dx: 200.0, bathymetry: {flat: 60.0}, initial: rest", &["solver.shallow_water.nx"]),
+        ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 1.0e300, bathymetry: {flat: 60.0}, initial: rest", &["cells are too large", "dx and dy"]),
     ];
     for (fields, needles) in bad {
         write(&dir, "c.yaml", &case("s", fields, "f32", "{end_step: 4}"));

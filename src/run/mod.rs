@@ -49,18 +49,19 @@ pub fn check_on(opts: &RunOptions, ranks: Option<usize>) -> Result<String> {
     let grid = ranks.map(|n| solvers::decomposition(&plan.case, &device, n)).transpose()?;
     crate::solvers::check_memory(spec.memory_estimate(plan.precision) / ranks.unwrap_or(1))?;
     let (step, time) = plan.restart.as_ref().map_or((0, 0.0), |ck| (ck.meta.step, ck.meta.time));
-    match &plan.restart {
+    if let Some(ck) = &plan.restart {
         // Attributes, dataset shapes and types against the solver's state; no array data is
         // read.
-        Some(ck) => ck.check(crate::solvers::build(&plan.case, plan.precision)?.as_ref())?,
-        // The initial state, checked as the run checks it (on one process: under a launcher
-        // the whole state need not fit one rank's memory).
-        None if ranks.is_none() => check_start(crate::solvers::build(&plan.case, plan.precision)?.as_ref(), None)?,
-        None => {}
+        ck.check(crate::solvers::build(&plan.case, plan.precision)?.as_ref())?;
     }
     let stop = Stop::of(&plan.case, opts.steps, step);
     let dt = spec.nominal_dt();
     stop.check_limits(step, time, dt, plan.precision)?;
+    // The initial state, checked as the run checks it (on one process: under a launcher the
+    // whole state need not fit one rank's memory).
+    if plan.restart.is_none() && ranks.is_none() {
+        check_start(crate::solvers::build(&plan.case, plan.precision)?.as_ref(), None)?;
+    }
     // The driver's steps replayed where they are few enough: those that land on output
     // instants count too.
     let landing = schedule::Landing { end_time: plan.case.time.end_time, every_time: plan.case.output.every_time };

@@ -387,10 +387,15 @@ impl<T: Real> ShallowWater<T> {
         if self.step == 0 && !(limit.is_finite() && limit > 0.0) {
             // Values the precision cannot hold (a depth of 1e38 in f32 makes g H infinite).
             let f32_way_out = if T::PRECISION == Precision::F32 { ", or use precision: f64" } else { "" };
+            let precision = T::PRECISION.name();
+            // No limit at all: the waves' speed over the cell size underflows.
+            let why = if limit == f64::INFINITY {
+                format!("the cells are too large for {precision} arithmetic; check dx and dy")
+            } else {
+                format!("its depth or transports overflow {precision} arithmetic; check bathymetry and initial (and their files)")
+            };
             return input(format!(
-                "solver.shallow_water: the initial state has no stable time step (limit {limit:e}): its depth or \
-                 transports overflow {} arithmetic; check bathymetry and initial (and their files){f32_way_out}",
-                T::PRECISION.name()
+                "solver.shallow_water: the initial state has no stable time step (limit {limit:e}): {why}{f32_way_out}"
             ));
         }
         match (self.params.dt, self.params.courant) {

@@ -131,10 +131,16 @@ fn restart_latest_picks_the_newest_checkpoint() {
 fn restart_without_case_uses_the_stored_case() {
     let dir = scratch("stored");
     write(&dir, "case.yaml", &heat_case("h", "heat1d: {n: 33, r: 0.3}", "f32", "{end_step: 60}", ""));
+    let status = || {
+        let text = std::fs::read_to_string(dir.join("out/h/summary.json")).unwrap();
+        serde_json::from_str::<serde_json::Value>(&text).unwrap()["status"].as_str().unwrap().to_string()
+    };
     ok(sim(&dir, &["run", "case.yaml", "--quiet", "--steps", "30"]));
+    assert_eq!(status(), "stopped", "--steps stops before the case's end");
     ok(sim(&dir, &["run", "--restart", "out/h/checkpoint_00000030.h5", "--quiet"]));
     let (meta, _) = final_state(&dir.join("out/h"));
     assert_eq!((meta.step, meta.precision), (60, sim::real::Precision::F32));
+    assert_eq!(status(), "completed");
     std::fs::remove_dir_all(dir).unwrap();
 }
 

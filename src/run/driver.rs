@@ -295,6 +295,7 @@ impl<'a> Driver<'a> {
             results: &results,
             subnormals: self.setup.subnormals.map(crate::cpu::Subnormals::name),
             backend: self.backend(s),
+            case_end: super::schedule::Stop::of(self.setup.case, None, 0).done(s),
         };
         let summary = report::summary(&facts, s, ending);
         let text = serde_json::to_string_pretty(&summary).expect("summary serialises");

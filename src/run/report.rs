@@ -31,6 +31,8 @@ pub struct RunFacts<'a> {
     pub subnormals: Option<&'static str>,
     /// The back end that ran ([`crate::run::driver::Driver`]'s label).
     pub backend: String,
+    /// The case's own end (`time.end_step`/`end_time`) is reached, not only `--steps`.
+    pub case_end: bool,
 }
 
 /// `summary.json`.
@@ -38,6 +40,8 @@ pub fn summary(run: &RunFacts, s: &dyn Solver, ending: Ending) -> serde_json::Va
     let status = match ending {
         Ending::Converged => "converged",
         Ending::Interrupted => "interrupted",
+        // `--steps` stopped it before the case's end: a restart continues it.
+        Ending::End if !run.case_end => "stopped",
         Ending::End | Ending::Continue => "completed",
     };
     let steps_run = s.step() - run.start_step;

@@ -97,8 +97,15 @@ impl<T: Real> Grid<T> {
                 bm.set(l, k, T::of(0.25) * (a + b + c + d));
             }
         }
-        let oy = p.offset()[1];
-        let f = (0..h).map(|l| T::of(p.coriolis(((l + oy) as f64 - 2.0 + 0.5) * p.dy))).collect();
+        // f at each stored row's centre. Across a periodic north-south seam a ghost row takes
+        // the f of the row it copies: the two sides then reconstruct the seam face alike and
+        // its fluxes cancel (with a β-plane's true y they differed, and mass was not conserved).
+        let oy = p.offset()[1] as i64;
+        let row = |l: usize| {
+            let j = l as i64 + oy - 2;
+            if py { j.rem_euclid(ny as i64) } else { j }
+        };
+        let f = (0..h).map(|l| T::of(p.coriolis((row(l) as f64 + 0.5) * p.dy))).collect();
         Grid {
             nx: p.nx,
             ny: p.ny,

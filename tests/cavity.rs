@@ -257,6 +257,12 @@ fn restart_keeps_the_convergence_state() {
         assert_eq!(s["step"], 100, "{}", d.display());
     }
     assert_eq!(fields(&a.join("checkpoint_00000100.h5")), fields(&b.join("checkpoint_00000100.h5")));
+    // Converged at the case's last step: still reported as converged.
+    let at_end = small_case(&dir, "e", "", 50, 1e9, 100);
+    let e = dir.join("e");
+    run_ok(&["run", at_end.to_str().unwrap(), "--out", e.to_str().unwrap(), "--quiet"]);
+    let s = json(&e.join("summary.json"));
+    assert_eq!((s["status"].as_str(), s["step"].as_u64()), (Some("converged"), Some(100)), "{s}");
     // The checkpoint says it is converged, so continuing it is refused and changes nothing.
     let state = fields(&a.join("checkpoint_00000100.h5")).into_iter().find(|x| x.name == "residual_state").unwrap();
     assert_eq!(state.values.to_f64()[2], 2.0, "tolerance flag: converged");

@@ -194,11 +194,12 @@ impl<'a> Driver<'a> {
         most.max(1)
     }
 
+    /// (A steady state reached at the run's last step is reported as converged.)
     fn ending(&self, s: &dyn Solver) -> Ending {
-        if self.setup.stop.done(s) {
-            Ending::End
-        } else if s.converged() {
+        if s.converged() {
             Ending::Converged
+        } else if self.setup.stop.done(s) {
+            Ending::End
         } else if self.interrupted() {
             Ending::Interrupted
         } else {

@@ -339,6 +339,7 @@ fn runs_that_could_not_end_or_fit_are_refused() {
     exit2(&sim(&dir, &["run", "c.yaml", "--threads", "100000"]), &["--threads"]);
     exit2(&sim(&dir, &["run", "c.yaml", "--steps", "0"]), &["--steps"]);
     exit2(&sim(&dir, &["bench", "heat2d", "--size", "1000000", "--seconds", "0.01"]), &["--size 1000000 sets solver.heat2d.n"]);
+    exit2(&sim(&dir, &["bench", "lskum", "--size", "1", "--seconds", "0.01"]), &["--size 1: choose 1000 .. 50 000 000 points"]);
     exit2(&sim(&dir, &["bench", "heat2d", "--size", "60000", "--seconds", "0.01"]), &["GiB"]);
     let block = GOOD.to_string() + "gpu: {block: [65536, 65536]}\n";
     write(&dir, "b.yaml", &block);

@@ -205,14 +205,11 @@ impl RunDir {
     /// The frames of case `name` up to `step` that this directory's runs wrote and that are
     /// there, with their steps (whole frames: the `.pvti` of a decomposed run, not its pieces).
     pub fn frames(&self, name: &str, step: u64) -> Vec<(u64, String)> {
-        let whole = |f: &str| {
-            let (stem, ext) = f.strip_prefix(name)?.strip_prefix('_')?.rsplit_once('.')?;
-            let digits = stem.len() >= 8 && stem.bytes().all(|b| b.is_ascii_digit());
-            (digits && matches!(ext, "vti" | "vtu" | "pvti")).then(|| stem.parse().ok()).flatten()
-        };
         (self.listed.iter())
-            .filter_map(|f| whole(f).map(|k| (k, f.clone())))
-            .filter(|(k, f)| *k <= step && self.path.join(f).is_file())
+            .filter_map(|f| match frame_of(f, name) {
+                Some((k, false)) if k <= step && self.path.join(f).is_file() => Some((k, f.clone())),
+                _ => None,
+            })
             .collect()
     }
 
@@ -326,19 +323,29 @@ fn refuse_foreign(path: &Path, listed: &BTreeSet<String>, written: impl Fn(&str)
 /// `name_00000040_p1.vti`, `checkpoint_00000040.h5`); none for other files, such as those of
 /// a case `name_20240101`.
 fn step_of(file: &str, name: &str) -> Option<u64> {
-    let digits = |s: &str| s.len() >= 8 && s.bytes().all(|b| b.is_ascii_digit());
     // (A case may be named `checkpoint`: its frames are `checkpoint_<step>.vti`.)
     if let Some(step) = file.strip_prefix("checkpoint_").and_then(|r| r.strip_suffix(".h5").or_else(|| r.strip_suffix(".xmf"))) {
-        return digits(step).then(|| step.parse().ok()).flatten();
+        return step_number(step);
     }
+    frame_of(file, name).map(|(step, _)| step)
+}
+
+/// The step of a frame file of case `name`, and whether it is a piece of a decomposed run's
+/// frame (`name_00000040_p1.vti`) rather than a whole one (`.vti`, `.vtu`, `.pvti`).
+fn frame_of(file: &str, name: &str) -> Option<(u64, bool)> {
     let rest = file.strip_prefix(name)?.strip_prefix('_')?;
     let (stem, ext) = rest.rsplit_once('.')?;
-    let step = match (stem.split_once("_p"), ext) {
-        (Some((step, rank)), "vti") if !rank.is_empty() && rank.bytes().all(|b| b.is_ascii_digit()) => step,
-        (None, "vti" | "vtu" | "pvti") => stem,
+    let (step, piece) = match (stem.split_once("_p"), ext) {
+        (Some((step, rank)), "vti") if !rank.is_empty() && rank.bytes().all(|b| b.is_ascii_digit()) => (step, true),
+        (None, "vti" | "vtu" | "pvti") => (stem, false),
         _ => return None,
     };
-    digits(step).then(|| step.parse().ok()).flatten()
+    Some((step_number(step)?, piece))
+}
+
+/// A step as file names write it: eight digits or more.
+fn step_number(s: &str) -> Option<u64> {
+    (s.len() >= 8 && s.bytes().all(|b| b.is_ascii_digit())).then(|| s.parse().ok()).flatten()
 }
 
 /// Names in `dir` other than sim's own (none if it does not exist).

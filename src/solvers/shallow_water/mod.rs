@@ -189,8 +189,8 @@ pub struct ShallowWater<T: Real> {
     scheme: Box<dyn Scheme<T>>,
     /// The latest proposed step.
     dt: f64,
-    /// The length of the step last taken (0 before the first).
-    last_dt: f64,
+    /// The length of the step this process last took (none before its first).
+    last_dt: Option<f64>,
     /// Σ η dx dy and Σ |η| dx dy at the start, for the mass change in the report.
     initial_mass: f64,
     /// The arrays the case read from its files, kept in the checkpoints (see
@@ -300,7 +300,7 @@ impl<T: Real> ShallowWater<T> {
             grid,
             scheme,
             dt: 0.0,
-            last_dt: 0.0,
+            last_dt: None,
             initial_mass: 0.0,
             initial_volume: 0.0,
             inputs,
@@ -508,7 +508,7 @@ impl<T: Real> Solver for ShallowWater<T> {
         self.scheme.failure()?;
         self.step += 1;
         self.time += dt;
-        self.last_dt = dt;
+        self.last_dt = Some(dt);
         Ok(())
     }
 
@@ -530,7 +530,7 @@ impl<T: Real> Solver for ShallowWater<T> {
         self.step += r.steps;
         self.time = r.time;
         if r.steps > 0 {
-            self.last_dt = r.dt;
+            self.last_dt = Some(r.dt);
             self.dt = r.proposal;
         }
         if r.unstable {
@@ -558,7 +558,7 @@ impl<T: Real> Solver for ShallowWater<T> {
                 self.step += 1;
                 self.time += dt;
             }
-            self.last_dt = dt;
+            self.last_dt = Some(dt);
             left -= run;
         }
         Ok(())
@@ -687,8 +687,7 @@ impl<T: Real> Solver for ShallowWater<T> {
             ("mass", Some(t.mass)),
             ("energy", Some(t.energy)),
             ("max_speed", Some(t.max_speed)),
-            // None before the first step of this process (0 is no step length).
-            ("dt", (self.last_dt > 0.0).then_some(self.last_dt)),
+            ("dt", self.last_dt),
         ]
     }
 

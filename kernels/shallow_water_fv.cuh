@@ -6,7 +6,7 @@
 //   update with the friction divisor, in an l2 variant (every face flux computed by both
 //   cells beside it) and a shared variant (a tile of the stage input with a halo of two,
 //   each face flux computed once into shared memory);
-// - the ghost fill (periodic north-south, periodic east-west, wall mirrors) and the sponges,
+// - the ghost fill (wall mirrors, periodic north-south, periodic east-west) and the sponges,
 //   in the CPU's order, one launch per pass that reads what the previous one wrote;
 // - the CFL reduction: per-block minima, then one block for the rest (min is exact, so any
 //   order gives the host formula's value).
@@ -225,7 +225,7 @@ __device__ __forceinline__ void fv_stage_shared(FV_STAGE_ARGS) {
     fv_update(l, k, L, dt, drag, FV_STAGE_PASS);
 }
 
-// ---- ghost fill (fv::fill_ghosts): three launches, each reading what the one before wrote ----
+// ---- ghost fill (fv::exchange_and_fill): three launches, each reading what the one before wrote ----
 
 // Periodic north-south: rows (0, ny), (1, ny+1), (ny+2, 2), (ny+3, 3), every column; one
 // thread per stored column.

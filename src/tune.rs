@@ -52,9 +52,22 @@ pub fn key(gpu: &Gpu, solver: &str, scheme: Option<&str>, precision: Precision, 
     format!("{} | {solver} | {} | {}{flux}", gpu.name, precision.name(), opts.variant.name())
 }
 
-fn read(path: &Path) -> BTreeMap<String, [u32; 2]> {
-    // A missing or unreadable file only means nothing is tuned yet.
-    std::fs::read(path).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default()
+/// The tuned shapes in `path`; none where the file does not exist (nothing is tuned yet). A
+/// file that is not such a map is an error naming it, rather than ignored (its shapes would
+/// silently not be used) or overwritten by `sim tune` (its other entries would be lost).
+fn read(path: &Path) -> Result<BTreeMap<String, [u32; 2]>> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
+        Err(e) => return input(format!("{}: cannot read the tuned block shapes: {e}", path.display())),
+    };
+    serde_json::from_slice(&bytes).map_err(|e| {
+        SimError::Input(format!(
+            "{}: not a map of tuned block shapes (\"device | solver | precision | variant\": [bx, by]): {e}; \
+             correct it, or remove it and run sim tune again",
+            path.display()
+        ))
+    })
 }
 
 /// `opts` with the tuned block shape where it sets none, and a note saying so. A stored shape
@@ -68,7 +81,7 @@ pub fn resolve(
 ) -> Result<(GpuOptions, Option<String>)> {
     let Some(file) = cache_file().filter(|_| opts.block.is_none()) else { return Ok((opts.clone(), None)) };
     let key = key(gpu, solver, scheme, precision, opts);
-    match read(&file).get(&key) {
+    match read(&file)?.get(&key) {
         Some(&block) => {
             let tuned = GpuOptions { block: Some(block), ..opts.clone() };
             tuned.validate().and_then(|()| gpu.check_block(block)).map_err(|e| {
@@ -136,7 +149,7 @@ pub fn tune(o: &TuneOptions) -> Result<String> {
     // The table stays in a refusal: the timings are not lost with the file.
     let not_kept = |text: &str, why: String| SimError::Input(format!("{text}sim tune: the result is not kept: {why}"));
     let file = cache_file().ok_or_else(|| not_kept(&text, "no cache folder (set SIM_CACHE_DIR or HOME)".into()))?;
-    let mut tuned = read(&file);
+    let mut tuned = read(&file).map_err(|e| not_kept(&text, e.to_string()))?;
     for &(variant, block, mcells) in &best {
         tuned.insert(key(&gpu, kind, scheme, precision, &GpuOptions { variant, ..case.gpu.clone() }), block);
         text += &format!("fastest {}: {block:?} ({mcells:.1} Mcells/s)\n", variant.name());

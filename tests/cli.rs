@@ -260,6 +260,8 @@ fn overwrite_removes_only_plain_files_the_manifest_names() {
         expect_input_error(&dir, &["run", "--restart", "out/h", more.to_str().unwrap()], &[".sim-manifest", bad]);
         assert!(victim.exists());
     }
+    std::fs::write(&manifest, format!("{listed}a\0b\n")).unwrap();
+    expect_input_error(&dir, &overwrite, &[".sim-manifest", "\"a\\0b\"", "not the name of a file"]);
     std::fs::create_dir(dir.join("out/h/sub")).unwrap();
     std::fs::write(&manifest, format!("{listed}sub\n")).unwrap();
     expect_input_error(&dir, &overwrite, &["sub", "not a file that sim wrote"]);

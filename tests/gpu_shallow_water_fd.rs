@@ -284,5 +284,16 @@ fn tune_keeps_the_fastest_block_for_runs_that_set_none() {
         .output()
         .unwrap();
     exit2(&o, &["tuned_blocks.json", "[0, 5]", "sim tune again"]);
+    // A file that is not a map of shapes is refused too, by runs and by `sim tune`, which
+    // leaves it as it is (rewriting it would drop its other entries).
+    let cuda = |args: &[&str]| common::emulation::sim_cuda_command(&dir, args).env("SIM_CACHE_DIR", &cache).output().unwrap();
+    for text in [format!("{{{l2:?}: [32, 4, 5], \"other | x | f64 | l2\": [32, 4]}}"), "garbage".to_string()] {
+        std::fs::write(cache.join("tuned_blocks.json"), &text).unwrap();
+        let o = cuda(&["run", "case.yaml", "--backend", "cuda", "--overwrite", "--out", "bad"]);
+        exit2(&o, &["tuned_blocks.json", "not a map of tuned block shapes"]);
+        let o = cuda(&["tune", "case.yaml", "--blocks", "16x8", "--seconds", "0.01", "--variant", "l2"]);
+        exit2(&o, &["tuned_blocks.json", "the result is not kept", "16 x 8"]);
+        assert_eq!(std::fs::read_to_string(cache.join("tuned_blocks.json")).unwrap(), text);
+    }
     std::fs::remove_dir_all(dir).unwrap();
 }

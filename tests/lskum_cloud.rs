@@ -323,6 +323,46 @@ fn boundary_links_lead_along_the_boundary() {
     assert!(m.contains("bad.txt:9501: point 9500") && m.contains("is not an outer point"), "{m}");
 }
 
+/// Normals face the fluid (spec §1.5): a wall or far field traversed the other way round (left
+/// and right swapped) is refused naming its first point, as is a stored normal that disagrees
+/// with its left and right neighbours (flipped).
+#[test]
+fn boundary_normals_face_the_fluid() {
+    let swapped = |flag: &'static str| {
+        let text = legacy_text();
+        let lines = text.lines().enumerate().map(move |(n, l)| {
+            let mut w: Vec<&str> = l.split_whitespace().collect();
+            if n > 0 && w[4] == flag {
+                w.swap(2, 3);
+            }
+            w.join(" ")
+        });
+        lines.collect::<Vec<_>>().join("\n")
+    };
+    let m = bad(&swapped("0"), CloudFormat::Legacy);
+    assert!(m.starts_with("bad.txt:3: point 2") && m.contains("of the 159 wall points of body 1 (flag_2) have their neighbours behind"), "{m}");
+    let m = bad(&swapped("2"), CloudFormat::Legacy);
+    assert!(m.contains("of the 160 outer points have their neighbours behind") && m.contains("wrong way round"), "{m}");
+    use sim::mesh::ogrid::{OGrid, ogrid};
+    let cloud = ogrid(&OGrid { ni: 64, nj: 24, first_spacing: 1e-2, ..Default::default() }).unwrap();
+    let dir = std::env::temp_dir().join(format!("sim_normals_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("g.txt");
+    cloud.write_sim(&path).unwrap();
+    assert!(cloud_file::load(&path, CloudFormat::Sim).is_ok());
+    let text = std::fs::read_to_string(&path).unwrap();
+    let flipped = with_line(&text, 5, |l| {
+        let mut w: Vec<String> = l.split_whitespace().map(str::to_string).collect();
+        for k in [6, 7] {
+            w[k] = format!("{}", -w[k].parse::<f64>().unwrap());
+        }
+        w.join(" ")
+    });
+    let m = bad(&flipped, CloudFormat::Sim);
+    assert!(m.starts_with("bad.txt:5: point 2") && m.contains("is more than 60° from"), "{m}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 /// On a generated O-grid of the symmetric NACA 0012 at no incidence the flow stays mirror
 /// symmetric: the lift is rounding error after 200 iterations (an O-grid whose neighbour
 /// lists were not mirror images gave C_l -2.6e-3).

@@ -32,6 +32,17 @@ fn check_restart_with(test: &str, solver: &str, precision: &str, time: &str, fir
     assert_eq!(meta_full.step, meta_legs.step);
     assert_eq!(meta_full.time.to_bits(), meta_legs.time.to_bits(), "time bitwise equal");
     assert_eq!(full, legs, "fields bitwise equal after restart");
+    // Every checkpoint both runs kept, ghosts included (the state's arrays, not only the end's).
+    let kept = |d: &str| checkpoint::list(&dir.join(d));
+    let legs_kept = kept("legs");
+    let mut same = 0;
+    for (step, path) in kept("full") {
+        if let Some((_, other)) = legs_kept.iter().find(|(s, _)| *s == step) {
+            assert_eq!(checkpoint::read(&path).unwrap().1, checkpoint::read(other).unwrap().1, "checkpoint of step {step}");
+            same += 1;
+        }
+    }
+    assert!(same >= 1, "{same} checkpoints in common");
 
     // The series lists every output once, in order, with the same times as the straight run.
     // The only extra entry of the two-leg run is the state written where the first leg stopped.
@@ -141,6 +152,53 @@ fn restart_without_case_uses_the_stored_case() {
     let (meta, _) = final_state(&dir.join("out/h"));
     assert_eq!((meta.step, meta.precision), (60, sim::real::Precision::F32));
     assert_eq!(status(), "completed");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// A case file's `output.dir` does not move a restart out of its checkpoint's directory (`--out`
+/// does); a note says so where it names another directory.
+#[test]
+fn restart_notes_an_output_dir_it_does_not_take() {
+    let dir = scratch("outdir");
+    let case = |out: &str| heat_case("h", "heat1d: {n: 33, r: 0.3}", "f64", "{end_step: 60}", out);
+    write(&dir, "case.yaml", &case(""));
+    ok(sim(&dir, &["run", "case.yaml", "--quiet", "--steps", "20"]));
+    write(&dir, "case.yaml", &case("output: {dir: out/h}"));
+    let o = ok(sim(&dir, &["run", "--restart", "latest", "case.yaml", "--steps", "20"]));
+    assert!(!stderr(&o).contains("output.dir"), "the same directory: {}", stderr(&o));
+    write(&dir, "case.yaml", &case("output: {dir: elsewhere}"));
+    let o = ok(sim(&dir, &["run", "--restart", "out/h", "case.yaml"]));
+    let want = "continues in the checkpoint's directory";
+    assert!(stderr(&o).contains(want) && stderr(&o).contains("elsewhere"), "{}", stderr(&o));
+    assert_eq!(final_state(&dir.join("out/h")).0.step, 60);
+    assert!(!dir.join("elsewhere").exists());
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// The finite-volume schemes' checkpoints after a restart equal an uninterrupted run's in every
+/// array value, the corner ghosts (which no stencil reads) included: the ghost fill gives them
+/// values of the current stage, not what the rotating buffer held before.
+#[test]
+fn finite_volume_restart_keeps_the_corner_ghosts() {
+    let dir = scratch("fv_corners");
+    for scheme in ["cdklm16", "kp07"] {
+        for sides in ["{east: periodic, west: periodic}", "{north: periodic, south: periodic}"] {
+            let solver = format!(
+                "shallow_water: {{scheme: {scheme}, nx: 25, ny: 15, dx: 200.0, dt: 1.0, coriolis: {{f0: 1.0e-4}}, \
+                 bathymetry: {{flat: 50.0}}, boundary: {sides}, initial: {{hump: {{amplitude: 1.0, radius: 800.0, shape: gaussian}}}}}}"
+            );
+            let extra = "checkpoint: {every_steps: 4, keep: 5}";
+            write(&dir, "case.yaml", &heat_case("k", &solver, "f32", "{end_step: 12}", extra));
+            ok(sim(&dir, &["run", "case.yaml", "--quiet", "--overwrite", "--out", "full"]));
+            ok(sim(&dir, &["run", "case.yaml", "--quiet", "--overwrite", "--out", "legs", "--steps", "6"]));
+            ok(sim(&dir, &["run", "--restart", "legs", "--quiet"]));
+            let kept = |d: &str| checkpoint::list(&dir.join(d));
+            assert_eq!(kept("full").iter().map(|c| c.0).collect::<Vec<_>>(), [4, 8, 12]);
+            for ((step, a), (_, b)) in kept("full").into_iter().zip(kept("legs").into_iter().filter(|c| c.0 != 6)) {
+                assert_eq!(checkpoint::read(&a).unwrap().1, checkpoint::read(&b).unwrap().1, "{scheme} {sides}: step {step}");
+            }
+        }
+    }
     std::fs::remove_dir_all(dir).unwrap();
 }
 

@@ -456,6 +456,7 @@ fn build(mut r: Raw, file: &str) -> Result<Cloud> {
         None => normals_from_left_right(&r, &at)?,
     };
     check_unit_normals(&nx, &ny, &at)?;
+    check_normal_sides(&r.x, &r.y, &r.flag, &r.shape, &r.left, &r.right, (&nx, &ny), &r.conn, &at)?;
     let min_dist = match r.min_dist.take() {
         Some(v) => v,
         None => nearest_neighbour_distances(&r),
@@ -509,6 +510,7 @@ pub fn check_stored(c: &Cloud, at: &dyn Fn(usize) -> String) -> Result<()> {
     }
     check_boundary_links(&c.flag, &c.shape, &c.left, &c.right, at)?;
     check_unit_normals(&c.nx, &c.ny, at)?;
+    check_normal_sides(&c.x, &c.y, &c.flag, &c.shape, &c.left, &c.right, (&c.nx, &c.ny), &c.conn, at)?;
     check_min_dist(&c.min_dist, at)
 }
 
@@ -570,15 +572,10 @@ fn normals_from_left_right(r: &Raw, at: &dyn Fn(usize) -> String) -> Result<(Vec
     let mut ny = vec![1.0; n];
     for i in 0..n {
         if r.flag[i] != INTERIOR {
-            let (l, rr) = (r.left[i] as usize, r.right[i] as usize);
-            let a = 0.5 * (r.y[rr] - r.y[l]);
-            let b = 0.5 * (r.x[rr] - r.x[l]);
-            let norm = (a * a + b * b).sqrt();
-            if !(norm > 0.0) {
-                return input(format!("{}: left and right boundary neighbours coincide; no normal", at(i)));
+            match two_sided_normal(&r.x, &r.y, r.left[i] as usize, r.right[i] as usize) {
+                Some(n) => (nx[i], ny[i]) = n,
+                None => return input(format!("{}: left and right boundary neighbours coincide; no normal", at(i))),
             }
-            nx[i] = -a / norm;
-            ny[i] = b / norm;
         }
     }
     Ok((nx, ny))
@@ -592,6 +589,87 @@ fn check_unit_normals(nx: &[f64], ny: &[f64], at: &dyn Fn(usize) -> String) -> R
         }
     }
     Ok(())
+}
+
+/// The normals face the fluid (spec §1.5): a wall point's neighbours lie on the fluid side of
+/// its normal, an outer point's inside the domain. A boundary traversed the other way round,
+/// or normals flipped, silently break both boundary conditions. Refused: a normal more than
+/// 60° from the one its left and right neighbours give (a stored normal flipped or wrong), and
+/// a boundary (the walls of one body, the far field) most of whose points have their
+/// neighbours behind them (the sum of their directions' cosines with the normal of the wrong
+/// sign). Single
+/// points may: beside a thin trailing edge a coarse cloud's wall stencil reaches across the body.
+#[allow(clippy::too_many_arguments)]
+fn check_normal_sides(
+    x: &[f64],
+    y: &[f64],
+    flag: &[u8],
+    shape: &[u32],
+    left: &[u32],
+    right: &[u32],
+    (nx, ny): (&[f64], &[f64]),
+    conn: &Csr,
+    at: &dyn Fn(usize) -> String,
+) -> Result<()> {
+    let boundary = || (0..x.len()).filter(|&i| flag[i] != INTERIOR);
+    for i in boundary().filter(|&i| left[i] != NONE && right[i] != NONE) {
+        if let Some((cx, cy)) = two_sided_normal(x, y, left[i] as usize, right[i] as usize) {
+            if nx[i] * cx + ny[i] * cy < 0.5 {
+                return input(format!(
+                    "{}: normal ({}, {}) is more than 60° from ({cx:.6}, {cy:.6}), the one its left and right boundary \
+                     neighbours give: flipped or not this point's",
+                    at(i),
+                    nx[i],
+                    ny[i]
+                ));
+            }
+        }
+    }
+    // (flag, shape) -> (points, points whose neighbours lie behind, the first of those)
+    let mut sides: std::collections::BTreeMap<(u8, u32), (usize, usize, usize)> = Default::default();
+    for i in boundary() {
+        // Directions, not offsets: near a wall of fine first spacing the neighbours along the
+        // convex surface lie much further away (a little behind) than those just above it.
+        let along: f64 = conn
+            .of(i)
+            .iter()
+            .map(|&k| {
+                let (dx, dy) = (x[k as usize] - x[i], y[k as usize] - y[i]);
+                (dx * nx[i] + dy * ny[i]) / (dx * dx + dy * dy).sqrt()
+            })
+            .sum();
+        let behind = if flag[i] == WALL { !(along > 0.0) } else { !(along < 0.0) };
+        let key = (flag[i], if flag[i] == WALL { shape[i] } else { 0 });
+        let e = sides.entry(key).or_insert((0, 0, i));
+        e.0 += 1;
+        if behind {
+            if e.1 == 0 {
+                e.2 = i;
+            }
+            e.1 += 1;
+        }
+    }
+    match sides.into_iter().find(|(_, (n, behind, _))| 2 * behind > *n) {
+        Some(((f, shape), (n, behind, first))) => {
+            let what = if f == WALL { format!("wall points of body {shape} (flag_2)") } else { "outer points".into() };
+            input(format!(
+                "{}: {behind} of the {n} {what} have their neighbours behind their normals (spec: on the side of the \
+                 fluid): the boundary runs the wrong way round (walls and the far field are traversed clockwise, \
+                 giving normals out of the body and out of the domain), or its normals are flipped",
+                at(first)
+            ))
+        }
+        None => Ok(()),
+    }
+}
+
+/// The normal of a boundary point from its left and right neighbours `l`, `r` (spec §1.3);
+/// None where they coincide.
+fn two_sided_normal(x: &[f64], y: &[f64], l: usize, r: usize) -> Option<(f64, f64)> {
+    let a = 0.5 * (y[r] - y[l]);
+    let b = 0.5 * (x[r] - x[l]);
+    let norm = (a * a + b * b).sqrt();
+    (norm > 0.0).then(|| (-a / norm, b / norm))
 }
 
 /// min_dist where the file has none: the distance to the nearest neighbour.

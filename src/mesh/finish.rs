@@ -68,7 +68,9 @@ fn validate(mut c: Cloud, what: &str) -> Result<Cloud> {
         return Err(SimError::Input(format!("generated {what} cloud: point {} coincides with a neighbour", i + 1)));
     }
     c.build_stencils();
-    c.check_stencils(&|i| format!("generated {what} cloud: point {} ({}, {})", i + 1, c.x[i], c.y[i]))?;
+    let at = |i: usize| format!("generated {what} cloud: point {} ({}, {})", i + 1, c.x[i], c.y[i]);
+    c.check_stencils(&at)?;
+    super::cloud_file::check_stored(&c, &at)?;
     Ok(c)
 }
 

@@ -99,6 +99,9 @@ fn restart_plan(restart: &str, opts: &RunOptions, given: Option<(Case, String)>)
             meta.precision.name()
         ));
     }
+    // Only a case file given now names a directory (the stored case's relative paths are not
+    // resolved against its folder).
+    let asked_dir = given.as_ref().and_then(|(c, _)| c.output.dir.clone());
     let (case, case_text) = match given {
         None => (stored, meta.case_yaml.clone()),
         Some((new, text)) => {
@@ -138,11 +141,30 @@ fn restart_plan(restart: &str, opts: &RunOptions, given: Option<(Case, String)>)
             (new, text)
         }
     };
-    let out_dir = opts
-        .out
-        .clone()
-        .unwrap_or_else(|| ck_path.parent().map(Path::to_path_buf).unwrap_or_default());
+    let out_dir = match &opts.out {
+        Some(d) => d.clone(),
+        None => {
+            let dir = ck_path.parent().map(Path::to_path_buf).unwrap_or_default();
+            if let Some(wanted) = asked_dir.filter(|w| !same_directory(w, &dir)) {
+                crate::say!(
+                    "note: the restart continues in the checkpoint's directory {}, not in output.dir {} of the case \
+                     file; --out {} writes there",
+                    dir.display(),
+                    wanted.display(),
+                    wanted.display()
+                );
+            }
+            dir
+        }
+    };
     Ok(Plan { precision: meta.precision, case, case_text, out_dir, restart: Some(ck) })
+}
+
+/// Whether `a` and `b` name one directory (a path that does not exist names none).
+fn same_directory(a: &Path, b: &Path) -> bool {
+    let here = |p: &Path| if p.as_os_str().is_empty() { Path::new(".").to_path_buf() } else { p.to_path_buf() };
+    let (a, b) = (here(a), here(b));
+    matches!((std::fs::canonicalize(a), std::fs::canonicalize(b)), (Ok(a), Ok(b)) if a == b)
 }
 
 /// The checkpoint a restart with `opts` reads, where it can be told (None otherwise, or

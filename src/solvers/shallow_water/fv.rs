@@ -140,29 +140,26 @@ fn bathymetry_source(s: usize, n: usize, periodic: bool) -> usize {
     s
 }
 
-/// Ghost fill between stages (spec §5.4 and the wall mirror of §5.2): periodic north-south
-/// (all columns), then periodic east-west (all rows), then the wall mirrors over the interior
-/// span (η and the tangential transport copied, the normal transport negated). Sponge sides
-/// keep their ghosts as they are (the initial values).
-pub(super) fn fill_ghosts<T: Real>(q: &mut Q<T>, p: &Physics) {
+/// Ghost fill between stages (spec §5.4 and the wall mirror of §5.2), in three passes: the wall
+/// mirrors over the interior span (η and the tangential transport copied, the normal transport
+/// negated), the ghosts from the neighbouring ranks (which hold them as interior cells, up to
+/// date; corners included), then the periodic copies, north-south (all columns) and east-west
+/// (all rows), which read the former two. Sponge sides keep their ghosts as they are (the
+/// initial values). In this order the corner ghosts, which no stencil reads, take values of
+/// this stage rather than whatever the buffer held before, so that a restarted run's arrays
+/// equal an uninterrupted run's there too, on any number of ranks.
+fn exchange_and_fill<T: Real>(q: &mut Q<T>, p: &Physics, halo: Option<&Halo>) {
+    mirror_walls(q, p);
+    if let Some(halo) = halo {
+        halo.exchange(q.fields_mut());
+    }
+    wrap_periodic(q, p);
+}
+
+/// The wall mirrors of [`exchange_and_fill`]; they read interior cells only.
+fn mirror_walls<T: Real>(q: &mut Q<T>, p: &Physics) {
     let (nx, ny) = (p.nx, p.ny);
-    let periodic_y = p.sides.periodic_y();
-    let periodic_x = p.sides.periodic_x();
     for (n, field) in q.fields_mut().into_iter().enumerate() {
-        let (w, h) = (field.width, field.height);
-        if periodic_y {
-            for (dst, src) in [(0, ny), (1, ny + 1), (ny + 2, 2), (ny + 3, 3)] {
-                field.v.copy_within(src * w..(src + 1) * w, dst * w);
-            }
-        }
-        if periodic_x {
-            for l in 0..h {
-                let row = field.row_mut(l);
-                for (dst, src) in [(0, nx), (1, nx + 1), (nx + 2, 2), (nx + 3, 3)] {
-                    row[dst] = row[src];
-                }
-            }
-        }
         // n: 0 η, 1 hu, 2 hv. The normal transport changes sign across a wall.
         let sign_y = if n == 2 { -T::one() } else { T::one() };
         let sign_x = if n == 1 { -T::one() } else { T::one() };
@@ -197,14 +194,25 @@ pub(super) fn fill_ghosts<T: Real>(q: &mut Q<T>, p: &Physics) {
     }
 }
 
-/// The ghosts of `q`: from the neighbouring ranks first (which hold them as interior cells,
-/// up to date), then the boundary conditions of the domain's sides, which read the former
-/// (see [`super::part`]).
-fn exchange_and_fill<T: Real>(q: &mut Q<T>, p: &Physics, halo: Option<&Halo>) {
-    if let Some(halo) = halo {
-        halo.exchange(q.fields_mut());
+/// The periodic copies of [`exchange_and_fill`] (a periodic axis that the block spans alone).
+fn wrap_periodic<T: Real>(q: &mut Q<T>, p: &Physics) {
+    let (nx, ny) = (p.nx, p.ny);
+    for field in q.fields_mut() {
+        let (w, h) = (field.width, field.height);
+        if p.sides.periodic_y() {
+            for (dst, src) in [(0, ny), (1, ny + 1), (ny + 2, 2), (ny + 3, 3)] {
+                field.v.copy_within(src * w..(src + 1) * w, dst * w);
+            }
+        }
+        if p.sides.periodic_x() {
+            for l in 0..h {
+                let row = field.row_mut(l);
+                for (dst, src) in [(0, nx), (1, nx + 1), (nx + 2, 2), (nx + 3, 3)] {
+                    row[dst] = row[src];
+                }
+            }
+        }
     }
-    fill_ghosts(q, p);
 }
 
 /// Allocates an operator's scratch rows two cache lines apart modulo 4 KiB. Taken from the

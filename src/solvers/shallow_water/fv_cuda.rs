@@ -279,7 +279,7 @@ impl<T: Real> FvCuda<T> {
         self.boundaries(out)
     }
 
-    /// Sponges, then the ghost fill of buffer set `n` (fv::fill_ghosts's order).
+    /// Sponges, then the ghost fill of buffer set `n` (in fv::exchange_and_fill's order).
     fn boundaries(&mut self, n: usize) -> Result<()> {
         let (p, s) = (self.p, self.p.sides);
         let (nx, ny) = (p.nx as i32, p.ny as i32);
@@ -297,33 +297,33 @@ impl<T: Real> FvCuda<T> {
                 unsafe { l.launch(Self::line(threads)) }.map_err(driver_err("sponge launch"))?;
             }
         }
-        // The ghosts from the neighbouring ranks, then the domain's boundary conditions.
-        if let Some(halo) = &self.halo {
-            let [he, hu, hv] = &mut self.staging;
-            halo.exchange_device(&self.stream, [&mut *qe, &mut *qu, &mut *qv], [&mut he.v, &mut hu.v, &mut hv.v])?;
-        }
+        // The wall mirrors, the ghosts from the neighbouring ranks, then the periodic copies.
         let walls = [s.north, s.east, s.south, s.west]
             .iter()
             .enumerate()
             .fold(0i32, |m, (i, side)| if *side == Side::Wall { m | 1 << i } else { m });
-        let passes = [
-            (s.periodic_y(), &self.k.periodic_y, p.nx + 4),
-            (s.periodic_x(), &self.k.periodic_x, p.ny + 4),
-            (walls != 0, &self.k.walls, p.nx + p.ny),
-        ];
-        for (on, f, threads) in passes {
-            if !on {
-                continue;
-            }
+        let launch = |f: &CudaFunction, threads: usize, qe: &mut CudaSlice<T>, qu: &mut CudaSlice<T>, qv: &mut CudaSlice<T>| {
             let mut l = self.stream.launch_builder(f);
-            l.arg(&self.clock).arg(&mut *qe).arg(&mut *qu).arg(&mut *qv).arg(&nx).arg(&ny);
+            l.arg(&self.clock).arg(qe).arg(qu).arg(qv).arg(&nx).arg(&ny);
             if std::ptr::eq(f, &self.k.walls) {
                 l.arg(&walls);
             }
             // SAFETY: matches fv_periodic_y / fv_periodic_x(clock, e, hu, hv, nx, ny) and
             // fv_walls(clock, e, hu, hv, nx, ny, walls); each thread beyond its rows or columns
             // returns.
-            unsafe { l.launch(Self::line(threads)) }.map_err(driver_err("ghost fill launch"))?;
+            unsafe { l.launch(Self::line(threads)) }.map(|_| ()).map_err(driver_err("ghost fill launch"))
+        };
+        if walls != 0 {
+            launch(&self.k.walls, p.nx + p.ny, qe, qu, qv)?;
+        }
+        if let Some(halo) = &self.halo {
+            let [he, hu, hv] = &mut self.staging;
+            halo.exchange_device(&self.stream, [&mut *qe, &mut *qu, &mut *qv], [&mut he.v, &mut hu.v, &mut hv.v])?;
+        }
+        for (on, f, threads) in [(s.periodic_y(), &self.k.periodic_y, p.nx + 4), (s.periodic_x(), &self.k.periodic_x, p.ny + 4)] {
+            if on {
+                launch(f, threads, qe, qu, qv)?;
+            }
         }
         Ok(())
     }

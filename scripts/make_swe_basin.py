@@ -13,6 +13,7 @@ A NetCDF-4 file with variables of these shapes works the same way.
 Requirements: ``pip install numpy h5py``. Usage: ``python3 scripts/make_swe_basin.py [OUT]``
 """
 
+import argparse
 import os
 import sys
 
@@ -23,7 +24,12 @@ NX, NY, DX = 96, 64, 2000.0
 
 
 def main():
-    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "meshes", "swe_basin.h5")
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    default = os.path.join(os.path.dirname(__file__), "..", "meshes", "swe_basin.h5")
+    ap.add_argument("out", nargs="?", default=default, help="the HDF5 file to write (default: meshes/swe_basin.h5)")
+    out = ap.parse_args().out
+    if not os.path.isdir(os.path.dirname(os.path.abspath(out))):
+        sys.exit(f"make_swe_basin.py: the folder of {out} does not exist")
     x = (np.arange(NX) + 0.5) * DX
     y = (np.arange(NY) + 0.5) * DX
     X, Y = np.meshgrid(x, y)

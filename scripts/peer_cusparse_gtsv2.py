@@ -162,8 +162,11 @@ def main():
     if n < 3 or b < 1:
         sys.exit("--size >= 3 and --batch >= 1")
 
-    import cupy as cp
-    from cupy_backends.cuda.libs import cusparse as cs
+    try:
+        import cupy as cp
+        from cupy_backends.cuda.libs import cusparse as cs
+    except ImportError as e:
+        sys.exit(f"peer_cusparse_gtsv2.py: {e}; pip install -r scripts/requirements-peer.txt (needs a CUDA GPU)")
 
     handle = cp.cuda.device.get_cusparse_handle()
     name = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)["name"]

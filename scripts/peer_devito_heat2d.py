@@ -309,8 +309,11 @@ def main():
     args = parse_args()
     set_environment(args.threads)
 
-    import numpy as np
-    import devito as dv
+    try:
+        import numpy as np
+        import devito as dv
+    except ImportError as e:
+        sys.exit(f"peer_devito_heat2d.py: {e}; pip install -r scripts/requirements-peer.txt")
 
     dtype = np.float32 if args.precision == "f32" else np.float64
     tol = 1e-5 if args.precision == "f32" else 1e-12

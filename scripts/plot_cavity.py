@@ -44,7 +44,7 @@ def read_csv(path):
 def newest_checkpoint(run_dir):
     files = sorted(glob.glob(os.path.join(run_dir, "checkpoint_*.h5")))
     if not files:
-        sys.exit(f"no checkpoint_*.h5 in {run_dir}")
+        sys.exit(f"plot_cavity.py: no checkpoint_*.h5 in {run_dir}")
     return files[-1]
 
 
@@ -134,9 +134,12 @@ def main():
     ap.add_argument("run_dir", help="output directory of a cavity run")
     ap.add_argument("--out", help="where to write the PNG files (default: run_dir)")
     a = ap.parse_args()
+    for name in ("profile_u.csv", "profile_v.csv", "centreline_u.csv", "centreline_v.csv"):
+        if not os.path.isfile(os.path.join(a.run_dir, name)):
+            sys.exit(f"plot_cavity.py: no {name} in {a.run_dir}: give the output directory of a cavity run")
+    ck = newest_checkpoint(a.run_dir)
     out = a.out or a.run_dir
     os.makedirs(out, exist_ok=True)
-    ck = newest_checkpoint(a.run_dir)
     re_number = reynolds(ck)
     for p in (plot_profiles(a.run_dir, re_number, out), plot_vorticity(ck, re_number, out)):
         print(p)

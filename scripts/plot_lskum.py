@@ -3,13 +3,14 @@
 
 Usage: scripts/plot_lskum.py OUT_DIR [--reference tests/data/lskum/fser_ssprk43_9600_residue.txt]
 
-Reads OUT_DIR/history.csv (step, residue, cl, cd, cm) and OUT_DIR/wall_cp.csv
+Reads OUT_DIR/history.csv (step, time, wall_s, residue, residual, cl, cd, cm) and OUT_DIR/wall_cp.csv
 (point, x, y, cp, minus_cp) and writes OUT_DIR/residue.png and OUT_DIR/cp.png.
 Needs numpy and matplotlib.
 """
 import argparse
 import csv
 import os
+import sys
 
 import matplotlib
 
@@ -19,9 +20,15 @@ import numpy as np  # noqa: E402
 
 
 def read_csv(path):
+    """Columns of a CSV file as float arrays; an empty cell (a value that does not exist yet,
+    such as the residue at step 0, or the time of a pseudo-time run) is NaN."""
+    if not os.path.isfile(path):
+        sys.exit(f"plot_lskum.py: no {path}: give the output directory of a q-LSKUM run")
     with open(path, newline="") as f:
         rows = list(csv.DictReader(f))
-    return {k: np.array([float(r[k]) for r in rows]) for k in rows[0]} if rows else {}
+    if not rows:
+        sys.exit(f"plot_lskum.py: {path} holds no rows")
+    return {k: np.array([float(r[k]) if r[k] else np.nan for r in rows]) for k in rows[0]}
 
 
 def main():

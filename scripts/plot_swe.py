@@ -30,6 +30,8 @@ from vtkmodules.vtkIOXML import vtkXMLImageDataReader  # noqa: E402
 
 def series(run):
     """(time, path) of every file of the run's .pvd, in order."""
+    if not os.path.isdir(run):
+        sys.exit(f"plot_swe.py: {run} is not a directory: give the output directory of a shallow_water run")
     pvds = [f for f in os.listdir(run) if f.endswith(".pvd")]
     if not pvds:
         sys.exit(f"plot_swe.py: no .pvd file in {run}")

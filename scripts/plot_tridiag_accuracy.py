@@ -44,9 +44,14 @@ def main():
     if path is None:
         path = os.path.join(tempfile.mkdtemp(), "curve.csv")
         run_curve(path)
-    with open(path) as f:
-        rows = list(csv.DictReader(f))
-    col = {k: [float(r[k]) for r in rows] for k in rows[0]}
+    try:
+        with open(path) as f:
+            rows = list(csv.DictReader(f))
+        col = {k: [float(r[k]) for r in rows] for k in rows[0]}
+        if "dominance" not in col:
+            raise KeyError("dominance")
+    except (OSError, ValueError, IndexError, KeyError) as e:
+        sys.exit(f"plot_tridiag_accuracy.py: {path}: not a curve of the accuracy_curve test ({e!r})")
     d = col["dominance"]
     fig, ax = plt.subplots(figsize=(7, 4.5), layout="constrained")
     ax.semilogy(d, col["tdma_random"], "k-", label="TDMA, random")

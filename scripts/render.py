@@ -200,8 +200,10 @@ def main():
     args = ap.parse_args()
     try:
         width, height = (int(v) for v in args.size.lower().split("x"))
+        if width < 1 or height < 1:
+            raise ValueError
     except ValueError:
-        fail(f"--size {args.size}: give WxH, e.g. 1200x900")
+        fail(f"--size {args.size}: give WxH in pixels, e.g. 1200x900")
 
     path = last_file(args.run)
     data = read(path)
@@ -279,7 +281,9 @@ def main():
     cam = ren.GetActiveCamera()
     cam.ParallelProjectionOn()
     cam.SetFocalPoint(cx, cy, 0.0)
-    cam.SetPosition(cx, cy, 1.0)
+    # Above the plane by the picture's size: one unit above a domain of kilometres, the
+    # clipping range set from the bounds would leave the plane behind the near plane.
+    cam.SetPosition(cx, cy, 10.0 * scale)
     cam.SetViewUp(0.0, 1.0, 0.0)
     cam.SetParallelScale(scale)
     ren.ResetCameraClippingRange()

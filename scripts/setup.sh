@@ -5,7 +5,8 @@
 #        HDF5), g++ (the emulated CUDA driver of the tests), openmpi-bin and libopenmpi-dev
 #        (feature `mpi`: mpirun and the MPI library), libclang-dev (the MPI bindings' bindgen)
 #   pip: scripts/requirements-test.txt: VTK, h5py and numpy (the output tests' independent
-#        readers; scripts/render.py), NVRTC (the kernel compile test; no GPU needed)
+#        readers; scripts/render.py), matplotlib (the plotting scripts' test), NVRTC (the
+#        kernel compile test; no GPU needed)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

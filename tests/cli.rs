@@ -418,6 +418,7 @@ fn check_counts_the_steps_the_run_takes() {
     let o = ok(sim(&dir, &["check", "land.yaml"]));
     let out = String::from_utf8_lossy(&o.stdout).to_string();
     assert!(out.contains("note: sim run refuses it as it is: output directory") && out.contains("--overwrite"), "{out}");
+    assert_eq!(out.matches("note:").count(), 1, "said once: {out}");
     std::fs::remove_dir_all(dir).unwrap();
 }
 

@@ -240,6 +240,14 @@ fn check_reports_the_process_grid_and_bench_refuses() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert_eq!(out.matches("MPI: 4 ranks on a 2 x 2 process grid").count(), 1, "{out}");
     assert_eq!(out.matches("case c:").count(), 1, "{out}");
+    // The memory of one rank's part, a quarter of the serial check's.
+    let serial = String::from_utf8_lossy(&sim(&dir, &["check", "c.yaml"]).stdout).to_string();
+    let mib = |text: &str, after: &str| -> f64 {
+        text.split(after).nth(1).and_then(|t| t.split(" MiB").next()).and_then(|t| t.trim().parse().ok()).unwrap()
+    };
+    let whole = mib(&serial, "memory: ");
+    assert!(out.contains("on each of 4 ranks") && mib(&out, "whole case's ") == whole, "{out}\n{serial}");
+    assert!((mib(&out, "memory: ") - whole / 4.0).abs() <= 0.051, "{out}\n{serial}");
     let o = mpirun(&dir, 2, &["bench", "heat2d", "--size", "64", "--seconds", "0.01"]);
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");

@@ -347,12 +347,17 @@ fn render_script_draws_the_last_step_of_each_solver() {
     write(&dir, "h2.yaml", &heat_case("h2", "heat2d: {n: 33, r: 0.2}", "f64", "{end_step: 10}", ""));
     write(&dir, "c.yaml", &heat_case("c", "cavity: {n: 33, re: 100}", "f64", "{end_step: 200}", ""));
     write(&dir, "l.yaml", &cloud_case("l", "{end_step: 20}", ""));
+    // A domain of kilometres (the camera's distance follows the picture's size).
+    let swe = "shallow_water: {scheme: fbl, nx: 50, ny: 70, dx: 200.0, dt: 1.0, bathymetry: {flat: 60.0}, \
+               initial: {bump: {position: central}}}";
+    write(&dir, "s.yaml", &heat_case("s", swe, "f32", "{end_step: 10}", ""));
     let script = format!("{ROOT}/scripts/render.py");
     for (run, field, vectors, last) in [
         ("h1", "T", None, "h1_00000050.vti"),
         ("h2", "T", None, "h2_00000010.vti"),
         ("c", "p", Some("velocity"), "c_00000200.vti"),
         ("l", "Mach", Some("velocity"), "l_00000020.vtu"),
+        ("s", "eta", None, "s_00000010.vti"),
     ] {
         ok(sim(&dir, &["run", &format!("{run}.yaml"), "--quiet"]));
         let png = dir.join(format!("{run}.png"));
@@ -384,6 +389,39 @@ fn render_script_draws_the_last_step_of_each_solver() {
         assert!(o.status.success() && png.is_file(), "xvfb-run pvbatch: {}", stderr(&o));
     } else {
         eprintln!("note: xvfb-run or pvbatch not found; render.py under pvbatch skipped");
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// The plotting scripts the README names write their pictures from small runs of their
+/// solvers (an lskum history has empty cells: no time, no residue at step 0), and a directory
+/// without a run is a message, not a traceback.
+#[test]
+fn plot_scripts_write_their_pictures() {
+    if !python_has("matplotlib, vtk, h5py") {
+        return;
+    }
+    let dir = scratch("pv_plots");
+    write(&dir, "l.yaml", &cloud_case("l", "{end_step: 5}", ""));
+    write(&dir, "c.yaml", &heat_case("c", "cavity: {n: 17, re: 100}", "f64", "{end_step: 50}", ""));
+    let swe = "shallow_water: {scheme: fbl, nx: 20, ny: 30, dx: 200.0, dt: 1.0, bathymetry: {flat: 60.0}, \
+               initial: {bump: {position: central}}}";
+    write(&dir, "s.yaml", &heat_case("s", swe, "f32", "{end_step: 10}", "output: {every_steps: 5}"));
+    for (run, script, args, pngs) in [
+        ("l", "plot_lskum.py", &[][..], &["residue.png", "cp.png"][..]),
+        ("c", "plot_cavity.py", &[][..], &["cavity_profiles.png", "cavity_vorticity.png"][..]),
+        ("s", "plot_swe.py", &["--hovmoller"][..], &["swe_eta.png", "swe_hovmoller.png"][..]),
+    ] {
+        ok(sim(&dir, &["run", &format!("{run}.yaml"), "--quiet"]));
+        let out = dir.join("out").join(run);
+        let script = format!("{ROOT}/scripts/{script}");
+        let o = std::process::Command::new("python3").arg(&script).arg(&out).args(args).output().unwrap();
+        assert!(o.status.success(), "{script}: {}", stderr(&o));
+        for png in pngs {
+            assert!(std::fs::metadata(out.join(png)).is_ok_and(|m| m.len() > 1000), "{script}: {png}");
+        }
+        let o = std::process::Command::new("python3").arg(&script).arg(dir.join("nothere")).output().unwrap();
+        assert!(!o.status.success() && !stderr(&o).contains("Traceback"), "{script}: {}", stderr(&o));
     }
     std::fs::remove_dir_all(dir).unwrap();
 }

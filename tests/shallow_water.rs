@@ -371,6 +371,28 @@ fn mass_is_conserved_across_a_periodic_seam_over_an_uneven_bottom() {
     }
 }
 
+/// The traffic that BW_e is formed from (spec §11): per cell and step, FBL 7 and CTCS 10
+/// floats, the finite-volume schemes 11 per Runge-Kutta stage.
+#[test]
+fn minimum_traffic_counts_the_stages() {
+    for (scheme, integration, floats) in [
+        ("fbl", "", 7.0),
+        ("ctcs", "", 10.0),
+        ("cdklm16", ", time_integration: forward_euler", 11.0),
+        ("cdklm16", "", 22.0),
+        ("kp07", ", time_integration: ssp_rk3", 33.0),
+        ("kp07", ", time_integration: ssp43", 44.0),
+    ] {
+        let fields = format!(
+            "scheme: {scheme}, nx: 12, ny: 10, dx: 100.0, dt: 0.5, bathymetry: {{flat: 20.0}}, \
+             initial: {{bump: {{position: central}}}}{integration}"
+        );
+        let c = sim::case::Case::parse(&case("m", &fields, "f32", "{end_step: 1}"), "test").unwrap();
+        let s = sim::solvers::build(&c, Precision::F32).unwrap();
+        assert_eq!(s.bytes_per_step(), floats * 120.0 * 4.0, "{scheme}{integration}");
+    }
+}
+
 /// A small bump's front travels at sqrt(g H) (spec §10.7): the furthest cell east of the
 /// centre where η exceeds 1% of its peak, after 60 s, against the distance c t.
 #[test]

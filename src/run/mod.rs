@@ -75,7 +75,7 @@ pub fn check_on(opts: &RunOptions, ranks: Option<usize>) -> Result<String> {
     };
     // The CPU's plans: a run on a device has neither.
     let tiling = spec.tiling(plan.precision, &plan.case.cpu, threads).filter(|_| on_cpu).map(|t| format!("{t} on {threads} thread{}", if threads == 1 { "" } else { "s" }));
-    let text = report::check_text(&plan.case, plan.precision, &plan.out_dir, &describe, &stop, (step, last, exact));
+    let text = report::check_text(&plan.case, plan.precision, &plan.out_dir, &describe, &stop, (step, last, exact), ranks);
     let flush = on_cpu && plan.case.cpu.subnormals == crate::cpu::Subnormals::Flush;
     let subnormals = if flush { "  subnormals: flushed to zero on the CPU (cpu.subnormals: flush)\n" } else { "" };
     let backend = match (ranks, grid) {

@@ -144,7 +144,8 @@ pub fn output_count(start: u64, last: u64, n: u64) -> u64 {
 
 /// `sim check`: what a run from step `start` would do, from `describe` (the solver's lines)
 /// and the step `last` at which it stops (`exact`, or without the steps that land on output
-/// instants).
+/// instants), on `ranks` MPI ranks where several.
+#[allow(clippy::too_many_arguments)]
 pub fn check_text(
     case: &Case,
     precision: Precision,
@@ -152,13 +153,23 @@ pub fn check_text(
     describe: &[String],
     stop: &Stop,
     (start, last, exact): (u64, u64, bool),
+    ranks: Option<usize>,
 ) -> String {
     let mut t = format!("case {}: solver {}, precision {}\n", case.name, case.solver.kind(), precision.name());
     for line in describe {
         t += &format!("  {line}\n");
     }
+    let mib = |bytes: usize| bytes as f64 / (1u64 << 20) as f64;
     let mem = case.solver.spec().memory_estimate(precision);
-    t += &format!("  memory: {:.1} MiB at the peak (fields, and the copies output and checkpoints make)\n", mem as f64 / (1u64 << 20) as f64);
+    t += &match ranks {
+        Some(n) => format!(
+            "  memory: {:.1} MiB at the peak on each of {n} ranks, about 1/{n} of the whole case's {:.1} MiB \
+             (fields, and the copies output and checkpoints make)\n",
+            mib(mem / n),
+            mib(mem)
+        ),
+        None => format!("  memory: {:.1} MiB at the peak (fields, and the copies output and checkpoints make)\n", mib(mem)),
+    };
     if stop.end_step.is_none() && case.solver.spec().nominal_dt().is_none() && case.solver.spec().clock() == crate::solver::Clock::Physical {
         t += &format!("  steps: as many as the adaptive time step takes (stop at {})\n", stop.text());
     } else {
@@ -178,9 +189,6 @@ pub fn check_text(
     };
     t += &format!("  checkpoints: {ck}\n");
     t += &format!("  guard: NaN/Inf check and history.csv row every {} steps\n", case.guard.check_every);
-    if out_dir.exists() {
-        t += &format!("  note: {} exists; a fresh run needs --overwrite\n", out_dir.display());
-    }
     t
 }
 

@@ -581,6 +581,6 @@ mod tests {
     fn throughput() {
         let name = super::super::params::SchemeName::Cdklm16;
         let flops = 2.0 * name.flops_per_cell_stage().unwrap();
-        testing::throughput("CDKLM16", 2048, 5, flops, 4.0 * name.floats_per_cell(), make);
+        testing::throughput("CDKLM16", 2048, 5, flops, 4.0 * name.floats_per_cell(2), make);
     }
 }

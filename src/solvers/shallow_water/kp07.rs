@@ -394,6 +394,6 @@ mod tests {
     fn throughput() {
         let name = super::super::params::SchemeName::Kp07;
         let flops = 2.0 * name.flops_per_cell_stage().unwrap();
-        testing::throughput("KP07", 2048, 5, flops, 4.0 * name.floats_per_cell(), make);
+        testing::throughput("KP07", 2048, 5, flops, 4.0 * name.floats_per_cell(2), make);
     }
 }

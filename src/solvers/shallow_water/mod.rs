@@ -714,7 +714,8 @@ impl<T: Real> Solver for ShallowWater<T> {
     }
 
     fn bytes_per_step(&self) -> f64 {
-        self.params.scheme.floats_per_cell() * self.grid.nodes() as f64 * T::PRECISION.bytes() as f64
+        let stages = self.params.time_integration.stages().len();
+        self.params.scheme.floats_per_cell(stages) * self.grid.nodes() as f64 * T::PRECISION.bytes() as f64
     }
 
     fn flops_per_step(&self) -> Option<f64> {

@@ -87,12 +87,14 @@ impl SchemeName {
     pub fn finite_volume(self) -> bool {
         matches!(self, SchemeName::Cdklm16 | SchemeName::Kp07)
     }
-    /// Minimum bytes per cell and full step (spec §11): the fused kernels' reads and writes.
-    pub fn floats_per_cell(self) -> f64 {
+    /// Minimum floats read and written per cell and full step of `stages` Runge-Kutta stages
+    /// (spec §11): the fused kernels' reads and writes; the finite-volume schemes' per stage are
+    /// 5 reads, 3 writes and 3 reads of the step's old state (22 with Heun, as §11 counts).
+    pub fn floats_per_cell(self, stages: usize) -> f64 {
         match self {
             SchemeName::Fbl => 7.0,
             SchemeName::Ctcs => 10.0,
-            SchemeName::Cdklm16 | SchemeName::Kp07 => 22.0,
+            SchemeName::Cdklm16 | SchemeName::Kp07 => 11.0 * stages as f64,
         }
     }
     /// Floating-point operations per cell and Runge-Kutta stage of the finite-volume schemes,

@@ -297,6 +297,8 @@ fn split<T: Real>(
     f["cpu_systems"] = on_cpu.into();
     f["gpu_systems"] = on_gpu.into();
     f["gpu_solver"] = if plan.thomas().is_some() { "thomas" } else { "spike" }.into();
+    // Host and device work together: the wall clock, not the file's CUDA events.
+    f["timing"] = "wall clock".into();
     Ok(f)
 }
 

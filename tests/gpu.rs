@@ -309,6 +309,7 @@ fn bench_tridiag_solves_on_the_device_as_on_the_cpu() {
         assert_eq!((k["cpu_systems"].as_u64(), k["gpu_systems"].as_u64()), (Some(cpu), Some(41 - cpu)), "{key}: {v}");
         assert_eq!((k["bitwise_cpu"].as_bool(), k["gpu_solver"].as_str()), (Some(true), Some("spike")), "{key}: {v}");
         assert!(k["time_per_solve_s"].as_f64().unwrap() > 0.0, "{key}: {v}");
+        assert_eq!(k["timing"], "wall clock", "host and device together: {key}: {v}");
     }
     exit2(&sim_cuda(&dir, &["bench", "tridiag", "--backend", "cuda", "--size", "37", "--cpu-share", "1.5"]), &["--cpu-share 1.5"]);
     exit2(&sim_cuda(&dir, &["bench", "tridiag", "--backend", "cuda", "--size", "37", "--block", "64,2"]), &["one-dimensional"]);

@@ -613,16 +613,16 @@ fn check_normal_sides(
 ) -> Result<()> {
     let boundary = || (0..x.len()).filter(|&i| flag[i] != INTERIOR);
     for i in boundary().filter(|&i| left[i] != NONE && right[i] != NONE) {
-        if let Some((cx, cy)) = two_sided_normal(x, y, left[i] as usize, right[i] as usize) {
-            if nx[i] * cx + ny[i] * cy < 0.5 {
-                return input(format!(
-                    "{}: normal ({}, {}) is more than 60° from ({cx:.6}, {cy:.6}), the one its left and right boundary \
-                     neighbours give: flipped or not this point's",
-                    at(i),
-                    nx[i],
-                    ny[i]
-                ));
-            }
+        if let Some((cx, cy)) = two_sided_normal(x, y, left[i] as usize, right[i] as usize)
+            && nx[i] * cx + ny[i] * cy < 0.5
+        {
+            return input(format!(
+                "{}: normal ({}, {}) is more than 60° from ({cx:.6}, {cy:.6}), the one its left and right boundary \
+                 neighbours give: flipped or not this point's",
+                at(i),
+                nx[i],
+                ny[i]
+            ));
         }
     }
     // (flag, shape) -> (points, points whose neighbours lie behind, the first of those)

@@ -115,6 +115,9 @@ struct Raw {
     conn: Csr,
     /// Line number (1-based) of each point, for messages.
     line: Vec<usize>,
+    /// Left and right guessed from the neighbour lists (F1): their order says nothing of the
+    /// orientation, only the file's normals do.
+    left_right_guessed: bool,
 }
 
 impl Raw {
@@ -131,6 +134,7 @@ impl Raw {
             min_dist: format.has_min_dist().then(|| Vec::with_capacity(cap)),
             conn: Csr { start: vec![0], idx: Vec::with_capacity(cap * 8) },
             line: Vec::with_capacity(cap),
+            left_right_guessed: false,
         }
     }
 
@@ -261,6 +265,7 @@ fn parse_raw(text: &str, file: &str, format: CloudFormat) -> Result<Raw> {
     resolve_links(&mut r, &raw_links, file)?;
     if format == CloudFormat::Old {
         surface_left_right_from_links(&mut r);
+        r.left_right_guessed = true;
     }
     Ok(r)
 }
@@ -451,12 +456,15 @@ fn build(mut r: Raw, file: &str) -> Result<Cloud> {
     check_distinct_points(&r.x, &r.y, &at)?;
     check_links_present(&r, &at)?;
     check_boundary_links(&r.flag, &r.shape, &r.left, &r.right, &at)?;
+    // A stored normal is compared with its left/right one where the file gives both.
+    let compare = r.normals.is_some() && !r.left_right_guessed;
     let (nx, ny) = match r.normals.take() {
         Some(normals) => normals,
         None => normals_from_left_right(&r, &at)?,
     };
     check_unit_normals(&nx, &ny, &at)?;
-    check_normal_sides(&r.x, &r.y, &r.flag, &r.shape, &r.left, &r.right, (&nx, &ny), &r.conn, &at)?;
+    let links = compare.then_some((&r.left[..], &r.right[..]));
+    check_normal_sides(&r.x, &r.y, &r.flag, &r.shape, links, (&nx, &ny), &r.conn, &at)?;
     let min_dist = match r.min_dist.take() {
         Some(v) => v,
         None => nearest_neighbour_distances(&r),
@@ -510,7 +518,8 @@ pub fn check_stored(c: &Cloud, at: &dyn Fn(usize) -> String) -> Result<()> {
     }
     check_boundary_links(&c.flag, &c.shape, &c.left, &c.right, at)?;
     check_unit_normals(&c.nx, &c.ny, at)?;
-    check_normal_sides(&c.x, &c.y, &c.flag, &c.shape, &c.left, &c.right, (&c.nx, &c.ny), &c.conn, at)?;
+    // (Stored normals were compared with their left/right ones when the file was read.)
+    check_normal_sides(&c.x, &c.y, &c.flag, &c.shape, None, (&c.nx, &c.ny), &c.conn, at)?;
     check_min_dist(&c.min_dist, at)
 }
 
@@ -594,7 +603,8 @@ fn check_unit_normals(nx: &[f64], ny: &[f64], at: &dyn Fn(usize) -> String) -> R
 /// The normals face the fluid (spec §1.5): a wall point's neighbours lie on the fluid side of
 /// its normal, an outer point's inside the domain. A boundary traversed the other way round,
 /// or normals flipped, silently break both boundary conditions. Refused: a normal more than
-/// 60° from the one its left and right neighbours give (a stored normal flipped or wrong), and
+/// 60° from the one its `left` and `right` neighbours give, where given (a stored normal
+/// flipped or wrong), and
 /// a boundary (the walls of one body, the far field) most of whose points have their
 /// neighbours behind them (the sum of their directions' cosines with the normal of the wrong
 /// sign). Single
@@ -605,14 +615,14 @@ fn check_normal_sides(
     y: &[f64],
     flag: &[u8],
     shape: &[u32],
-    left: &[u32],
-    right: &[u32],
+    left_right: Option<(&[u32], &[u32])>,
     (nx, ny): (&[f64], &[f64]),
     conn: &Csr,
     at: &dyn Fn(usize) -> String,
 ) -> Result<()> {
     let boundary = || (0..x.len()).filter(|&i| flag[i] != INTERIOR);
-    for i in boundary().filter(|&i| left[i] != NONE && right[i] != NONE) {
+    let (left, right) = left_right.unwrap_or_default();
+    for i in boundary().filter(|_| left_right.is_some()).filter(|&i| left[i] != NONE && right[i] != NONE) {
         if let Some((cx, cy)) = two_sided_normal(x, y, left[i] as usize, right[i] as usize)
             && nx[i] * cx + ny[i] * cy < 0.5
         {

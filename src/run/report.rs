@@ -145,7 +145,6 @@ pub fn output_count(start: u64, last: u64, n: u64) -> u64 {
 /// `sim check`: what a run from step `start` would do, from `describe` (the solver's lines)
 /// and the step `last` at which it stops (`exact`, or without the steps that land on output
 /// instants), on `ranks` MPI ranks where several.
-#[allow(clippy::too_many_arguments)]
 pub fn check_text(
     case: &Case,
     precision: Precision,

@@ -93,7 +93,7 @@ pub fn bench(o: &BenchOptions) -> Result<serde_json::Value> {
         return input(format!("--seconds {}: must be positive and at most a day (86400)", o.seconds));
     }
     o.gpu.validate()?;
-    o.cpu.validate()?;
+    o.cpu.validate_as("--temporal-block")?;
     let device = match o.backend {
         Backend::Cuda => {
             let gpu = Gpu::open("--backend cuda", "use --backend cpu or auto")?;

@@ -165,10 +165,15 @@ pub const MAX_TEMPORAL_BLOCK: usize = 1024;
 
 impl CpuOptions {
     pub fn validate(&self) -> Result<()> {
+        self.validate_as("cpu.temporal_block")
+    }
+
+    /// [`CpuOptions::validate`] naming the temporal block as `key` (`sim bench`'s flag).
+    pub fn validate_as(&self, key: &str) -> Result<()> {
         if let TemporalBlock::Steps(k) = self.temporal_block
             && !(1..=MAX_TEMPORAL_BLOCK).contains(&k)
         {
-            return input(format!("cpu.temporal_block: {k} steps; give auto, off or 1 to {MAX_TEMPORAL_BLOCK}"));
+            return input(format!("{key}: {k} steps; give auto, off or 1 to {MAX_TEMPORAL_BLOCK}"));
         }
         Ok(())
     }

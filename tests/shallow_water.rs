@@ -286,6 +286,44 @@ fn arrays_from_a_file_become_the_initial_state() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// Across the seam of a periodic axis, file values at the cell centres are interpolated between
+/// the last and the first column (they are neighbours there), not held at the edge: KP07's
+/// corner depths and FBL's face transports. Corner depths of a periodic axis must repeat at its
+/// ends.
+#[test]
+fn file_arrays_wrap_across_a_periodic_seam() {
+    let dir = scratch("swe_seam");
+    let (nx, ny) = (6usize, 4usize);
+    let ramp: Vec<f64> = (0..nx * ny).map(|k| (k % nx) as f64).collect();
+    let file = dir.join("p.h5");
+    let depth: Vec<f64> = ramp.iter().map(|i| 100.0 + 10.0 * i).collect();
+    let hu: Vec<f64> = ramp.iter().map(|i| 1.0 + i).collect();
+    h5(&file, &[("H", ny, nx, depth), ("eta", ny, nx, vec![0.0; nx * ny]), ("hu", ny, nx, hu)]);
+    let build = |scheme: &str, bathymetry: &str, initial: &str| {
+        params(&format!(
+            "{{scheme: {scheme}, nx: {nx}, ny: {ny}, dx: 1000.0, dt: 0.001, boundary: {{east: periodic, west: periodic}}, \
+             bathymetry: {bathymetry}, initial: {initial}}}"
+        ))
+        .validated_build(Precision::F64, &sim::solvers::Device::Cpu(Default::default()))
+    };
+    let row = |s: &dyn Solver, name: &str| s.output_fields().iter().find(|f| f.name == name).unwrap().values.to_f64()[..nx].to_vec();
+    let from_file = format!("{{file: {{path: '{}'}}}}", file.display());
+    // Corners: 125 on the seam (150 and 100 around it), 105, ..., 145 inside; cells average them.
+    let s = build("kp07", &from_file, "rest").unwrap();
+    assert_eq!(row(&*s, "bathymetry"), [115.0, 110.0, 120.0, 130.0, 140.0, 135.0]);
+    // Faces: 3.5 on the seam (6 and 1 around it), 1.5, ..., 5.5 inside; cells average them.
+    let initial = format!("{{file: {{path: '{}', hu: hu}}}}", file.display());
+    let s = build("fbl", "{flat: 100.0}", &initial).unwrap();
+    assert_eq!(row(&*s, "hu"), [2.5, 2.0, 3.0, 4.0, 5.0, 4.5]);
+    // Corner depths whose ends differ across the seam are refused, naming the file.
+    let corners = dir.join("c.h5");
+    let h: Vec<f64> = (0..(nx + 1) * (ny + 1)).map(|k| 100.0 + 10.0 * (k % (nx + 1)) as f64).collect();
+    h5(&corners, &[("H", ny + 1, nx + 1, h)]);
+    let e = build("kp07", &format!("{{file: {{path: '{}'}}}}", corners.display()), "rest").err().unwrap().to_string();
+    assert!(e.contains("c.h5") && e.contains("across the periodic seam has 100"), "{e}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 /// A run whose bathymetry and initial state come from a file restarts from the copies its
 /// checkpoint holds: without the case file, with the file replaced by another (same shapes, other
 /// depths) and then removed, it ends bitwise equal to the run straight through; a damaged copy

@@ -221,6 +221,9 @@ fn a_bad_temporal_block_is_refused() {
     }
     let o = sim(&dir, &["bench", "heat2d", "--size", "64", "--seconds", "0.01", "--temporal-block", "-1"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    // The flag, not the case key, is named.
+    let o = sim(&dir, &["bench", "heat2d", "--size", "64", "--seconds", "0.01", "--temporal-block", "0"]);
+    exit2(&o, &["--temporal-block: 0 steps"]);
     // A solver without blocked kernels would ignore it.
     let o = sim(&dir, &["bench", "lskum", "--size", "1000", "--seconds", "0.01", "--backend", "cpu", "--temporal-block", "4"]);
     exit2(&o, &["--temporal-block", "lskum"]);

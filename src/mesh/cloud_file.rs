@@ -604,11 +604,10 @@ fn check_unit_normals(nx: &[f64], ny: &[f64], at: &dyn Fn(usize) -> String) -> R
 /// its normal, an outer point's inside the domain. A boundary traversed the other way round,
 /// or normals flipped, silently break both boundary conditions. Refused: a normal more than
 /// 60° from the one its `left` and `right` neighbours give, where given (a stored normal
-/// flipped or wrong), and
-/// a boundary (the walls of one body, the far field) most of whose points have their
-/// neighbours behind them (the sum of their directions' cosines with the normal of the wrong
-/// sign). Single
-/// points may: beside a thin trailing edge a coarse cloud's wall stencil reaches across the body.
+/// flipped or wrong), and a boundary (the walls of one body, the far field) most of whose
+/// points have their neighbours behind them (the sum of their directions' cosines with the
+/// normal of the wrong sign). Single points may: beside a thin trailing edge a coarse cloud's
+/// wall stencil reaches across the body.
 #[allow(clippy::too_many_arguments)]
 fn check_normal_sides(
     x: &[f64],

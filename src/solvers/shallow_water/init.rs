@@ -49,7 +49,9 @@ pub fn test_bathymetry(ny: usize) -> impl Fn(At) -> f64 + Sync {
     }
 }
 
-/// Gridded data from a file, sampled by bilinear interpolation (clamped at the edges).
+/// Gridded data from a file, sampled by bilinear interpolation: cell-centred values wrap
+/// across the seam of a periodic axis (the last and the first column are neighbours there);
+/// elsewhere, and for corner values, the edge values hold beyond the edges.
 pub struct Gridded {
     values: Vec<f64>,
     /// Columns and rows.
@@ -57,30 +59,55 @@ pub struct Gridded {
     spacing: [f64; 2],
     /// Position of entry (0, 0) in cells: ½ for cell centres, 0 for cell corners.
     offset: f64,
+    /// Periodic along x, along y.
+    periodic: [bool; 2],
 }
 
 impl Gridded {
     /// `values` (`n[1]` rows of `n[0]`) at the cell centres or corners of the grid of `p`.
     pub fn new(values: Vec<f64>, n: [usize; 2], p: &Physics) -> Self {
         let offset = if n == [p.nx, p.ny] { 0.5 } else { 0.0 };
-        Gridded { values, n, spacing: [p.dx, p.dy], offset }
+        Gridded { values, n, spacing: [p.dx, p.dy], offset, periodic: [p.sides.periodic_x(), p.sides.periodic_y()] }
     }
 
     pub fn at(&self, x: f64, y: f64) -> f64 {
-        // Fractional index along one axis, snapped to the entry it lies on to round-off.
-        let frac = |pos: f64, axis: usize| {
-            let f = (pos / self.spacing[axis] - self.offset).clamp(0.0, (self.n[axis] - 1) as f64);
-            if (f - f.round()).abs() < 1e-9 { f.round() } else { f }
+        // The two entries along one axis and the weight of the second, the position snapped to
+        // the entry it lies on to round-off.
+        let axis = |pos: f64, a: usize| -> (usize, usize, f64) {
+            let n = self.n[a];
+            let wrap = self.periodic[a] && self.offset > 0.0;
+            let f = pos / self.spacing[a] - self.offset;
+            let f = if wrap { f } else { f.clamp(0.0, (n - 1) as f64) };
+            let f = if (f - f.round()).abs() < 1e-9 { f.round() } else { f };
+            let lo = f.floor();
+            match wrap {
+                true => {
+                    let i0 = (lo as i64).rem_euclid(n as i64) as usize;
+                    (i0, (i0 + 1) % n, f - lo)
+                }
+                false => (lo as usize, (lo as usize + 1).min(n - 1), f - lo),
+            }
         };
-        let (fx, fy) = (frac(x, 0), frac(y, 1));
-        let (i0, j0) = (fx.floor() as usize, fy.floor() as usize);
-        let (i1, j1) = ((i0 + 1).min(self.n[0] - 1), (j0 + 1).min(self.n[1] - 1));
-        let (wx, wy) = (fx - i0 as f64, fy - j0 as f64);
+        let ((i0, i1, wx), (j0, j1, wy)) = (axis(x, 0), axis(y, 1));
         let v = |i: usize, j: usize| self.values[j * self.n[0] + i];
         if wx == 0.0 && wy == 0.0 {
             return v(i0, j0);
         }
         (1.0 - wy) * ((1.0 - wx) * v(i0, j0) + wx * v(i1, j0)) + wy * ((1.0 - wx) * v(i0, j1) + wx * v(i1, j1))
+    }
+
+    /// Where the values are corners along a periodic axis, the first entry that differs from
+    /// its image across the seam (the last column or row against the first): (row, column,
+    /// value, image's value).
+    pub fn seam_mismatch(&self) -> Option<(usize, usize, f64, f64)> {
+        if self.offset > 0.0 {
+            return None;
+        }
+        let [nx, ny] = self.n;
+        let v = |i: usize, j: usize| self.values[j * nx + i];
+        let x = (0..ny).filter(|_| self.periodic[0]).map(|j| (j, nx - 1, v(nx - 1, j), v(0, j)));
+        let y = (0..nx).filter(|_| self.periodic[1]).map(|i| (ny - 1, i, v(i, ny - 1), v(i, 0)));
+        x.chain(y).find(|(_, _, a, b)| a != b)
     }
 }
 
@@ -129,6 +156,14 @@ impl Sources {
                     ));
                 }
                 let g = Gridded::new(v, n, &p);
+                if let Some((row, col, a, b)) = g.seam_mismatch() {
+                    return input(format!(
+                        "{key}.bathymetry.file: {} gives the depth at the cell corners, and at row {row}, column {col} \
+                         it is {a} where the corner it stands for across the periodic seam has {b}; the corners of a \
+                         periodic axis repeat at its ends (or give the cell centres)",
+                        inputs.source("bathymetry", path, dataset)
+                    ));
+                }
                 Arc::new(move |at: At| g.at(at.x, at.y))
             }
         };

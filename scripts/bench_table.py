@@ -17,13 +17,13 @@ def figure(v, part, key, fmt, scale=1.0):
 
 
 def rows(v):
-    """(name, size, figures of the kernel) of each row of one bench file."""
+    """(name, size, a file of one `kernel`, its rate's key and scale) of each row of one bench file."""
     name = v["name"] + (f" {v['scheme']}" if "scheme" in v else "") + (f" ({v['flux']})" if "flux" in v else "")
     if v["name"] != "tridiag":
-        return [(name, v.get("nx", v.get("points", v.get("size"))), v, "kernel", "mcells_per_s", 1.0)]
+        return [(name, v.get("nx", v.get("points", v.get("size"))), v, "mcells_per_s", 1.0)]
     size = f"{v.get('size')} x {v.get('batch')}"
     layouts = [k for k, x in v.items() if isinstance(x, dict) and "bw_eff_GBps" in x and k != "copy"]
-    return [(f"tridiag {v.get('solver', '')} {k}", size, {"kernel": v[k], "copy": v.get("copy", {})}, "kernel",
+    return [(f"tridiag {v.get('solver', '')} {k}", size, {"kernel": v[k], "copy": v.get("copy", {})},
              "unknowns_per_s", 1e-6) for k in layouts]
 
 
@@ -47,10 +47,10 @@ def main():
         block = "x".join(str(b) for b in v.get("block", [])) or "-"
         rdp = f"{k['rdp_s']:.3e}" if "rdp_s" in k else "-"
         one, zero = (lambda x: f"{x:.1f}"), (lambda x: f"{x:.0f}")
-        for name, size, w, part, rate, scale in rows(v):
+        for name, size, w, rate, scale in rows(v):
             print(f"| {name} | {v['precision']} | {v.get('threads', '-')} | {v.get('variant', '-')} | {block} | {size} "
-                  f"| {figure(w, 'copy', 'bw_GBps', one)} | {figure(w, part, 'bw_eff_GBps', one)} "
-                  f"| {figure(w, part, 'fraction_of_copy', one, 100.0)} | {figure(w, part, rate, zero, scale)} | {rdp} |")
+                  f"| {figure(w, 'copy', 'bw_GBps', one)} | {figure(w, 'kernel', 'bw_eff_GBps', one)} "
+                  f"| {figure(w, 'kernel', 'fraction_of_copy', one, 100.0)} | {figure(w, 'kernel', rate, zero, scale)} | {rdp} |")
     if failed:
         sys.exit(1)
 

@@ -620,18 +620,19 @@ fn check_normal_sides(
     at: &dyn Fn(usize) -> String,
 ) -> Result<()> {
     let boundary = || (0..x.len()).filter(|&i| flag[i] != INTERIOR);
-    let (left, right) = left_right.unwrap_or_default();
-    for i in boundary().filter(|_| left_right.is_some()).filter(|&i| left[i] != NONE && right[i] != NONE) {
-        if let Some((cx, cy)) = two_sided_normal(x, y, left[i] as usize, right[i] as usize)
-            && nx[i] * cx + ny[i] * cy < 0.5
-        {
-            return input(format!(
-                "{}: normal ({}, {}) is more than 60° from ({cx:.6}, {cy:.6}), the one its left and right boundary \
-                 neighbours give: flipped or not this point's",
-                at(i),
-                nx[i],
-                ny[i]
-            ));
+    if let Some((left, right)) = left_right {
+        for i in boundary().filter(|&i| left[i] != NONE && right[i] != NONE) {
+            if let Some((cx, cy)) = two_sided_normal(x, y, left[i] as usize, right[i] as usize)
+                && nx[i] * cx + ny[i] * cy < 0.5
+            {
+                return input(format!(
+                    "{}: normal ({}, {}) is more than 60° from ({cx:.6}, {cy:.6}), the one its left and right \
+                     boundary neighbours give: flipped or not this point's",
+                    at(i),
+                    nx[i],
+                    ny[i]
+                ));
+            }
         }
     }
     // (flag, shape) -> (points, points whose neighbours lie behind, the first of those)
@@ -674,7 +675,7 @@ fn check_normal_sides(
 
 /// The normal of a boundary point from its left and right neighbours `l`, `r` (spec §1.3);
 /// None where they coincide.
-fn two_sided_normal(x: &[f64], y: &[f64], l: usize, r: usize) -> Option<(f64, f64)> {
+pub(crate) fn two_sided_normal(x: &[f64], y: &[f64], l: usize, r: usize) -> Option<(f64, f64)> {
     let a = 0.5 * (y[r] - y[l]);
     let b = 0.5 * (x[r] - x[l]);
     let norm = (a * a + b * b).sqrt();

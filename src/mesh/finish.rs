@@ -4,6 +4,8 @@
 use crate::error::{Result, SimError};
 use crate::solvers::lskum::cloud::{Cloud, Csr, INTERIOR, WALL};
 
+use super::cloud_file::two_sided_normal;
+
 /// Relative determinant D / (S_ss S_nn) below which the generators add neighbours.
 const REPAIR_DET: f64 = 1e-3;
 
@@ -81,12 +83,9 @@ fn set_boundary_normals(c: &mut Cloud) {
     c.ny = vec![1.0; n];
     for i in 0..n {
         if c.flag[i] != INTERIOR {
-            let (l, r) = (c.left[i] as usize, c.right[i] as usize);
-            let a = 0.5 * (c.y[r] - c.y[l]);
-            let b = 0.5 * (c.x[r] - c.x[l]);
-            let m = (a * a + b * b).sqrt();
-            c.nx[i] = -a / m;
-            c.ny[i] = b / m;
+            // (Coinciding neighbours give no normal: NaN, refused by the validation.)
+            let n = two_sided_normal(&c.x, &c.y, c.left[i] as usize, c.right[i] as usize);
+            (c.nx[i], c.ny[i]) = n.unwrap_or((f64::NAN, f64::NAN));
         }
     }
 }

@@ -242,7 +242,15 @@ fn main() -> ExitCode {
         Command::Run { .. } => {
             let Some(opts) = run_opts else { unreachable!("the options of sim run") };
             let rank0 = procs.is_none_or(|p| p.rank() == 0);
-            run::run_on(&opts, procs).map(|summary| {
+            let run = || run::run_on(&opts, procs);
+            #[cfg(feature = "mpi")]
+            let summary = match &universe {
+                Some(u) => u.abort_on_panic(run),
+                None => run(),
+            };
+            #[cfg(not(feature = "mpi"))]
+            let summary = run();
+            summary.map(|summary| {
                 if !opts.quiet && rank0 {
                     print_out(&format!("{}\n", run::summary_text(&summary)));
                 }

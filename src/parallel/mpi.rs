@@ -22,6 +22,12 @@ impl Universe {
     pub fn start() -> Option<Universe> {
         launched().then(mpi::initialize).flatten().map(|universe| Universe { universe })
     }
+
+    /// Run `f`; a panic (its message already printed) ends every rank with `MPI_Abort`:
+    /// this rank alone unwinding would leave the others waiting for it in their next exchange.
+    pub fn abort_on_panic<T>(&self, f: impl FnOnce() -> T) -> T {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|_| self.universe.world().abort(101))
+    }
 }
 
 /// Whether this process was started by an MPI launcher.

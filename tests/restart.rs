@@ -123,6 +123,33 @@ fn a_lost_series_is_rebuilt_from_the_frames() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// A restart whose output schedule changed writes a frame of its first state where that is an
+/// output instant of the new schedule, as a fresh run with that schedule does.
+#[test]
+fn a_changed_output_schedule_writes_the_restart_steps_frame() {
+    let dir = scratch("reschedule");
+    // dt = 0.25 dx^2 = 2^-12: 20 steps are 5 * 2^-12 * 4, an instant of every_time 10 dt.
+    let case = |output: &str| {
+        let extra = format!("output: {output}\ncheckpoint: {{every_steps: 20}}");
+        heat_case("h", "heat1d: {n: 33, r: 0.25}", "f64", "{end_step: 40}", &extra)
+    };
+    let steps = |d: &str| Pvd::resume(dir.join(d).join("h.pvd"), u64::MAX, &[]).0.entries.iter().map(|e| e.step).collect::<Vec<_>>();
+    write(&dir, "first.yaml", &case("{every_steps: 7}"));
+    for (leg, output) in [("steps", "{every_steps: 10}"), ("time", "{every_time: 0.00244140625}")] {
+        ok(sim(&dir, &["run", "first.yaml", "--quiet", "--out", leg]));
+        write(&dir, "second.yaml", &case(output));
+        let checkpoint = format!("{leg}/checkpoint_00000020.h5");
+        ok(sim(&dir, &["run", "--restart", &checkpoint, "second.yaml", "--quiet", "--overwrite"]));
+        assert_eq!(steps(leg), [0, 7, 14, 20, 30, 40], "{leg}");
+        let fresh = format!("fresh_{leg}");
+        ok(sim(&dir, &["run", "second.yaml", "--quiet", "--out", &fresh]));
+        assert_eq!(steps(&fresh), [0, 10, 20, 30, 40], "{leg}");
+        let frame = |d: &str| std::fs::read(dir.join(d).join("h_00000020.vti")).unwrap();
+        assert!(frame(leg) == frame(&fresh), "{leg}: the restart step's frame is the fresh run's");
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 #[test]
 fn restart_latest_picks_the_newest_checkpoint() {
     let dir = scratch("latest");

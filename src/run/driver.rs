@@ -140,7 +140,26 @@ impl<'a> Driver<'a> {
         let r = if self.root() { self.pvd.save() } else { Ok(()) };
         self.agree(r)?;
         self.progress.log(&format!("restarting from step {}{}", s.step(), report::time_text(s)));
+        if self.frame_missing_on_arrival(s) {
+            s.sync()?;
+            let r = self.write_output(s);
+            self.agree(r)?;
+        }
         Ok(())
+    }
+
+    /// Whether the restart step is an output instant of this run's schedule and the series has
+    /// no frame of it (the schedule changed on restart): it then gets one, as in a fresh run.
+    fn frame_missing_on_arrival(&self, s: &dyn Solver) -> bool {
+        let due = (self.activities.iter())
+            .any(|(a, when)| *a == Activity::Output && when.due_on_arrival(s.step(), s.time(), s.clock()));
+        // Rank 0 holds the series.
+        let missing = self.root() && !self.pvd.entries.iter().any(|e| e.step == s.step());
+        let missing = match &self.setup.comm {
+            Some(c) => c.all_reduce(f64::from(u8::from(missing)), Reduce::Max) > 0.0,
+            None => missing,
+        };
+        due && missing
     }
 
     /// One step of the length the solver proposes, landed on the next requested instant; or,

@@ -261,6 +261,16 @@ impl Schedule {
         })
     }
 
+    /// Due at a state this run starts from (a restart's checkpoint): at a multiple of the
+    /// steps or on an instant, as a step reaching it would have been.
+    pub fn due_on_arrival(&self, step: u64, time: f64, clock: Clock) -> bool {
+        self.0.iter().any(|trigger| match *trigger {
+            Trigger::EverySteps(n) => step.is_multiple_of(n),
+            Trigger::EveryTime(every) => clock == Clock::Physical && (time / every - multiples(time, every)).abs() <= TOL,
+            Trigger::Final | Trigger::Interrupt => false,
+        })
+    }
+
     /// Due whenever `self` or `other` is.
     pub fn or(&self, other: &Schedule) -> Schedule {
         Schedule(self.0.iter().chain(&other.0).copied().collect())

@@ -48,7 +48,13 @@ enum Command {
     },
     /// Validate a case and print what a run would do.
     Check {
-        case: PathBuf,
+        /// Case file (YAML). With --restart it may change only run controls.
+        #[arg(required_unless_present = "restart")]
+        case: Option<PathBuf>,
+        /// Check the continuation from this checkpoint, run directory (newest checkpoint) or
+        /// `latest` (with CASE): its attributes and shapes, no array data.
+        #[arg(long)]
+        restart: Option<String>,
         #[arg(long, value_enum)]
         precision: Option<Precision>,
         #[arg(long)]
@@ -256,8 +262,8 @@ fn main() -> ExitCode {
                 }
             })
         }
-        Command::Check { case, precision, steps } => {
-            let opts = RunOptions { case: Some(case), precision, steps, ..Default::default() };
+        Command::Check { case, restart, precision, steps } => {
+            let opts = RunOptions { case, restart, precision, steps, ..Default::default() };
             run::check_on(&opts, launched.map(|(_, size)| size)).map(|s| print_out(&s))
         }
         Command::Tune { case, precision, seconds, blocks, variant } => {

@@ -422,6 +422,33 @@ fn check_counts_the_steps_the_run_takes() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// `sim check --restart` checks the continuation as `sim run --restart` would start it: the
+/// steps left, the checkpoints it would replace, a checkpoint at the end refused.
+#[test]
+fn check_of_a_restart_says_what_the_run_would_do() {
+    let dir = scratch("check_restart");
+    let case = "name: h\nsolver:\n  heat2d: {n: 17, r: 0.2}\ntime: {end_step: 40}\ncheckpoint: {every_steps: 10}\n";
+    write(&dir, "case.yaml", case);
+    ok(sim(&dir, &["run", "case.yaml", "--quiet", "--steps", "30"]));
+    let o = ok(sim(&dir, &["check", "--restart", "out/h/checkpoint_00000030.h5"]));
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(out.contains("steps: 10 from step 30 (stop at step 40)") && !out.contains("note:"), "{out}");
+    ok(sim(&dir, &["run", "--restart", "out/h/checkpoint_00000030.h5", "--quiet", "--steps", "5"]));
+    // The run refuses to go back to step 30 past the checkpoint of step 35 without --overwrite.
+    let o = ok(sim(&dir, &["check", "--restart", "out/h/checkpoint_00000030.h5"]));
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(out.contains("note: sim run refuses it as it is") && out.contains("checkpoint_00000035.h5"), "{out}");
+    let run = sim(&dir, &["run", "--restart", "out/h/checkpoint_00000030.h5", "--quiet"]);
+    assert_eq!(run.status.code(), Some(2));
+    ok(sim(&dir, &["run", "--restart", "latest", "case.yaml", "--quiet"]));
+    let o = sim(&dir, &["check", "--restart", "out/h"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("already at or past the end of the run (step 40)"), "{}", stderr(&o));
+    let o = sim(&dir, &["check"]);
+    assert_eq!(o.status.code(), Some(2), "neither a case nor --restart");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 #[test]
 fn check_info_and_bench_report() {
     let dir = scratch("check");

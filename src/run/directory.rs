@@ -95,6 +95,18 @@ pub struct Continued<'a> {
     pub overwrite: bool,
 }
 
+impl Continued<'_> {
+    /// Whether `n` is a file of the case from after the restart step.
+    fn later(&self, n: &str) -> bool {
+        step_of(n, self.name).is_some_and(|k| k > self.step)
+    }
+
+    /// Whether `n` is written at a run's end.
+    fn ends(&self, n: &str) -> bool {
+        n == "summary.json" || self.result_files.contains(&n)
+    }
+}
+
 /// A locked run directory with its manifest.
 pub struct RunDir {
     path: PathBuf,
@@ -135,41 +147,14 @@ impl RunDir {
     /// run and sidecars whose checkpoint is gone.
     pub fn restart(path: &Path, run: &Continued) -> Result<RunDir> {
         not_held(path)?;
-        let Continued { name, step, result_files, overwrite } = *run;
-        let later = |n: &str| step_of(n, name).is_some_and(|k| k > step);
-        let ends = |n: &str| n == "summary.json" || result_files.contains(&n);
-        let series = format!("{name}.pvd");
-        let written_again = |n: &str| later(n) || ends(n) || n == "history.csv" || n == series;
-        let refuse = |listed: &BTreeSet<String>| {
-            if let Some(other) = listed.iter().find(|n| n.ends_with(".pvd") && **n != series) {
-                return input(format!(
-                    "output directory {} holds the run of another case ({other}); a checkpoint of case {name} \
-                     continues in a directory of its own: choose one with --out",
-                    path.display()
-                ));
-            }
-            refuse_foreign(path, listed, written_again)?;
-            let checkpoints: Vec<String> =
-                entries(path).into_iter().filter(|n| n.ends_with(".h5") && later(n) && listed.contains(n)).collect();
-            match (checkpoints.first(), overwrite) {
-                (Some(first), false) => input(format!(
-                    "output directory {} holds checkpoints after step {step} ({first}{}), which continuing from \
-                     step {step} would replace; pass --overwrite to remove them, or continue into another directory \
-                     with --out",
-                    path.display(),
-                    if checkpoints.len() > 1 { format!(" and {} more", checkpoints.len() - 1) } else { String::new() }
-                )),
-                _ => Ok(()),
-            }
-        };
         // Before the lock file changes, and again under the lock.
-        refuse(&manifest(path)?)?;
+        refuse_restart(path, &manifest(path)?, run)?;
         let dir = Self::open(path)?;
-        refuse(&dir.listed)?;
+        refuse_restart(path, &dir.listed, run)?;
         let listed = |n: &str| is_run_file(n) && dir.wrote(n);
         for n in entries(path).into_iter().rev() {
             let stale = n.strip_suffix(".tmp").is_some_and(listed)
-                || (listed(&n) && (later(&n) || ends(&n)))
+                || (listed(&n) && (run.later(&n) || run.ends(&n)))
                 || (n.ends_with(".xmf") && listed(&n) && !path.join(&n).with_extension("h5").exists());
             if stale {
                 remove(&path.join(&n))?;
@@ -228,6 +213,41 @@ impl RunDir {
 
     fn err(&self, what: &str, e: std::io::Error) -> SimError {
         SimError::Run(format!("{}: {e}", self.path.join(what).display()))
+    }
+}
+
+/// Refuse continuing `run` in `path`, whose manifest lists `listed` (see [`RunDir::restart`]).
+fn refuse_restart(path: &Path, listed: &BTreeSet<String>, run: &Continued) -> Result<()> {
+    let Continued { name, step, overwrite, .. } = *run;
+    let series = format!("{name}.pvd");
+    let written_again = |n: &str| run.later(n) || run.ends(n) || n == "history.csv" || n == series;
+    if let Some(other) = listed.iter().find(|n| n.ends_with(".pvd") && **n != series) {
+        return input(format!(
+            "output directory {} holds the run of another case ({other}); a checkpoint of case {name} \
+             continues in a directory of its own: choose one with --out",
+            path.display()
+        ));
+    }
+    refuse_foreign(path, listed, written_again)?;
+    let checkpoints: Vec<String> =
+        entries(path).into_iter().filter(|n| n.ends_with(".h5") && run.later(n) && listed.contains(n)).collect();
+    match (checkpoints.first(), overwrite) {
+        (Some(first), false) => input(format!(
+            "output directory {} holds checkpoints after step {step} ({first}{}), which continuing from \
+             step {step} would replace; pass --overwrite to remove them, or continue into another directory \
+             with --out",
+            path.display(),
+            if checkpoints.len() > 1 { format!(" and {} more", checkpoints.len() - 1) } else { String::new() }
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Why `sim run` would refuse to continue `run` in `path` as it is (for `sim check`).
+pub fn restart_refused(path: &Path, run: &Continued) -> Result<Option<String>> {
+    match refuse_restart(path, &manifest(path)?, run) {
+        Err(SimError::Input(why)) => Ok(Some(why)),
+        r => r.map(|()| None),
     }
 }
 

@@ -57,6 +57,9 @@ pub fn check_on(opts: &RunOptions, ranks: Option<usize>) -> Result<String> {
     let stop = Stop::of(&plan.case, opts.steps, step);
     let dt = spec.nominal_dt();
     stop.check_limits(step, time, dt, plan.precision)?;
+    if plan.restart.is_some() && stop.done_at(step, time, dt.unwrap_or(0.0), spec.clock()) {
+        return past_the_end(step, &report::time_at(spec.clock(), time), &stop);
+    }
     // The initial state, checked as the run checks it (on one process: under a launcher the
     // whole state need not fit one rank's memory).
     if plan.restart.is_none() && ranks.is_none() {
@@ -84,11 +87,29 @@ pub fn check_on(opts: &RunOptions, ranks: Option<usize>) -> Result<String> {
     };
     // What `sim run` without --overwrite would refuse.
     let held = match &plan.restart {
-        None => directory::holds_files(&plan.out_dir)?.map(|why| format!("  note: sim run refuses it as it is: {why}\n")),
-        Some(_) => None,
+        Some(ck) if directory::holds(&plan.out_dir, ck.path())? => {
+            let run = directory::Continued {
+                name: &plan.case.name,
+                step,
+                result_files: solvers::entry(plan.case.solver.kind()).map_or(&[][..], |e| e.result_files),
+                overwrite: false,
+            };
+            directory::restart_refused(&plan.out_dir, &run)?
+        }
+        _ => directory::holds_files(&plan.out_dir)?,
     };
+    let held = held.map(|why| format!("  note: sim run refuses it as it is: {why}\n"));
     let text = text + &backend + &tiling.map(|t| format!("  temporal blocking: {t}\n")).unwrap_or_default() + subnormals;
     Ok(crate::error::compact_numbers(&text).into_owned() + &held.unwrap_or_default())
+}
+
+/// The refusal of a restart whose checkpoint at `step` (`time`, as text) is at or past `stop`.
+fn past_the_end<T>(step: u64, time: &str, stop: &Stop) -> Result<T> {
+    input(format!(
+        "the checkpoint is at step {step}{time}, already at or past the end of the run ({}); raise time.end_time \
+         or time.end_step in a case file given with --restart",
+        stop.text()
+    ))
 }
 
 /// Refuse the state a run would start from where a value or a diagnostic is not finite: the
@@ -208,13 +229,7 @@ pub fn run_on(opts: &RunOptions, procs: Option<&dyn Processes>) -> Result<serde_
             ));
         }
         if restart.is_some() && stop.done(solver.as_ref()) {
-            return input(format!(
-                "the checkpoint is at step {}{}, already at or past the end of the run ({}); raise time.end_time or \
-                 time.end_step in a case file given with --restart",
-                solver.step(),
-                report::time_text(solver.as_ref()),
-                stop.text()
-            ));
+            return past_the_end(solver.step(), &report::time_text(solver.as_ref()), &stop);
         }
         check_start(solver.as_ref(), restart.as_deref())?;
         // From here a signal waits for the first step's end (with a checkpoint), so that it

@@ -9,8 +9,13 @@ use crate::solver::{Clock, Solver};
 
 /// ` (t = ...)` for a solver with a physical time, nothing under pseudo-time.
 pub fn time_text(s: &dyn Solver) -> String {
-    match s.clock() {
-        Clock::Physical => format!(" (t = {:.6e})", s.time()),
+    time_at(s.clock(), s.time())
+}
+
+/// [`time_text`] of a state at `time` on `clock`.
+pub fn time_at(clock: Clock, time: f64) -> String {
+    match clock {
+        Clock::Physical => format!(" (t = {time:.6e})"),
         Clock::Iterations => String::new(),
     }
 }
@@ -173,7 +178,8 @@ pub fn check_text(
         t += &format!("  steps: as many as the adaptive time step takes (stop at {})\n", stop.text());
     } else {
         let about = if exact { "" } else { "about " };
-        t += &format!("  steps: {about}{last} (stop at {})\n", stop.text());
+        let from = if start > 0 { format!(" from step {start}") } else { String::new() };
+        t += &format!("  steps: {about}{}{from} (stop at {})\n", last - start, stop.text());
     }
     let outputs = match (case.output.every_steps, case.output.every_time) {
         (Some(n), None) => format!("every {n} steps ({} files)", output_count(start, last, n)),

@@ -255,6 +255,11 @@ fn the_memory_estimate_holds_the_peak_of_a_run() {
     let cases = [
         ("heat1d: {n: 4194304, r: 0.4}".to_string(), "heat1d: {n: 64, r: 0.4}".to_string()),
         ("heat1d: {n: 4194304, r: 4, method: crank_nicolson}".into(), "heat1d: {n: 64, r: 4, method: crank_nicolson}".into()),
+        // Partitions of one or two rows, whose bookkeeping outweighs the fields.
+        (
+            "heat1d: {n: 4194304, r: 0.5, method: crank_nicolson, tridiagonal: spike, partitions: 4194302}".into(),
+            "heat1d: {n: 64, r: 0.5, method: crank_nicolson, tridiagonal: spike, partitions: 62}".into(),
+        ),
         ("heat2d: {n: 1024, r: 2, method: adi}".into(), "heat2d: {n: 17, r: 2, method: adi}".into()),
         ("cavity: {n: 513, re: 100}".into(), "cavity: {n: 17, re: 100}".into()),
         (sw("fbl", 700), sw("fbl", 16)),

@@ -168,6 +168,36 @@ fn mesh_cli_writes_a_loadable_cloud_and_rejects_bad_options() {
     let err = String::from_utf8_lossy(&st.stderr);
     assert_eq!(st.status.code(), Some(2), "{err}");
     assert!(err.contains("--first-spacing 0.001 is too small for --nj 8"), "{err}");
+    // More rings than fit at the default first spacing: it is lowered for them.
+    let st = std::process::Command::new(env!("CARGO_BIN_EXE_sim"))
+        .args(["mesh", "naca0012", "--ni", "160", "--nj", "1600", "--radius", "3", "--out"])
+        .arg(d.join("rings.txt"))
+        .output()
+        .unwrap();
+    assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
+    // A quadtree whose far field is too far for its finest cells to keep the surface points
+    // apart is refused naming --radius, and the radius it names as always working does.
+    let quadtree = |more: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_sim"))
+            .args(["mesh", "naca0012", "--type", "quadtree", "--points", "2000"])
+            .args(more)
+            .arg("--out")
+            .arg(d.join("q.txt"))
+            .output()
+            .unwrap()
+    };
+    let st = quadtree(&["--radius", "1e6"]);
+    let err = String::from_utf8_lossy(&st.stderr).to_string();
+    assert_eq!(st.status.code(), Some(2), "{err}");
+    let safe = err.split("(below ").nth(1).and_then(|r| r.split(' ').next()).unwrap_or_else(|| panic!("{err}"));
+    assert!(err.contains("--radius 1000000:"), "{err}");
+    let st = quadtree(&["--radius", safe]);
+    assert!(st.status.success(), "--radius {safe}: {}", String::from_utf8_lossy(&st.stderr));
+    for t in ["0", "0.5", "2"] {
+        let st = quadtree(&["--thickness", t]);
+        let err = String::from_utf8_lossy(&st.stderr).to_string();
+        assert!(st.status.code() == Some(2) && err.contains(&format!("--thickness {t}: must be in (0, 0.4)")), "{err}");
+    }
     // A directory as the output file: named, exit 2.
     let st = std::process::Command::new(env!("CARGO_BIN_EXE_sim")).args(["mesh", "naca0012", "--out"]).arg(&d).output().unwrap();
     assert_eq!(st.status.code(), Some(2));

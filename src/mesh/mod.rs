@@ -83,9 +83,15 @@ pub fn generate(o: &MeshOptions) -> Result<String> {
     let cloud = match o.kind.as_str() {
         "ogrid" => {
             let (ni, nj) = ogrid_size(o)?;
-            let first_spacing = o
-                .first_spacing
-                .unwrap_or_else(|| DEFAULT_FIRST_SPACING.max(ogrid::smallest_first_spacing(o.radius, nj)));
+            // The default, raised where the rings could not reach the far field from it, and
+            // lowered to half their mean spacing where they could not all fit.
+            let mean = o.radius / nj as f64;
+            let first_spacing = o.first_spacing.unwrap_or_else(|| {
+                match DEFAULT_FIRST_SPACING.max(ogrid::smallest_first_spacing(o.radius, nj)) {
+                    d if d >= mean => 0.5 * mean,
+                    d => d,
+                }
+            });
             ogrid::ogrid(&OGrid { ni, nj, radius: o.radius, first_spacing, thickness: o.thickness, closure })?
         }
         "quadtree" if o.ni.is_some() || o.nj.is_some() => {

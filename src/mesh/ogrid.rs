@@ -92,8 +92,8 @@ fn check_settings(g: &OGrid) -> Result<()> {
             least * (1.0 + 1e-3)
         )));
     }
-    if !(g.thickness > 0.0 && g.thickness < 0.4) {
-        return Err(bad(format!("thickness {} must be in (0, 0.4)", g.thickness)));
+    if let Some(why) = super::naca::thickness_refused(g.thickness) {
+        return Err(bad(why));
     }
     Ok(())
 }

@@ -164,6 +164,44 @@ pub fn quadtree(q: &QuadTree) -> Result<Cloud> {
     finish_with(c, "quadtree", &allowed)
 }
 
+/// Levels of refinement below the root cell at most.
+const MAX_LEVEL: u8 = 28;
+
+/// The error where two surface points would share a cell of the finest level: the root cell
+/// spans the far field, so the finest cells grow with it. With the half width it gives, they
+/// would not: a cell of side h holds no two points more than h sqrt 2 apart, and points in
+/// different quadrants of the root (about x = 1/2, y = 0) never share one.
+fn too_far(q: &QuadTree, surf: &[(f64, f64)]) -> SimError {
+    let quadrant = |&(x, y): &(f64, f64)| (x >= 0.5, y >= 0.0);
+    let gap = [(false, false), (true, false), (false, true), (true, true)]
+        .map(|q| closest_gap(surf.iter().copied().filter(|p| quadrant(p) == q).collect()))
+        .into_iter()
+        .fold(f64::INFINITY, f64::min);
+    let safe = gap * (1u64 << MAX_LEVEL) as f64 / (2.0 * std::f64::consts::SQRT_2);
+    bad(format!(
+        "--radius {}: the far field is too far for the finest cells ({MAX_LEVEL} halvings of its width) to \
+         separate the surface points ({gap:.1e} apart where closest); give a smaller --radius (below {:.2e} \
+         always does) or fewer points",
+        q.half_width,
+        safe * (1.0 - 1e-3)
+    ))
+}
+
+/// The smallest distance between two of `points` (a sweep along x).
+fn closest_gap(mut p: Vec<(f64, f64)>) -> f64 {
+    p.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+    let mut best = f64::INFINITY;
+    for (i, &(x, y)) in p.iter().enumerate() {
+        for &(u, v) in &p[i + 1..] {
+            if u - x >= best {
+                break;
+            }
+            best = best.min((u - x).hypot(v - y));
+        }
+    }
+    best
+}
+
 /// An input error about the quadtree settings.
 fn bad(m: String) -> SimError {
     SimError::Input(format!("sim mesh naca0012 (quadtree): {m}"))
@@ -179,13 +217,15 @@ fn check_settings(q: &QuadTree) -> Result<()> {
     if !(q.growth > 1e-4 && q.growth <= 1.0) {
         return Err(bad(format!("growth {} must be in (1e-4, 1]", q.growth)));
     }
+    if let Some(why) = super::naca::thickness_refused(q.thickness) {
+        return Err(bad(why));
+    }
     Ok(())
 }
 
 /// Split cells holding more than one surface point or larger than growth x their distance from
 /// the aerofoil (at least the mean surface spacing); a leaf holding a surface point records it.
 fn refined_tree(q: &QuadTree, surf: &[(f64, f64)]) -> Result<Tree> {
-    const MAX_LEVEL: u8 = 28;
     let ns = surf.len();
     let mut t = Tree { leaves: HashMap::new(), x0: 0.5 - q.half_width, y0: -q.half_width, size: 2.0 * q.half_width };
     t.leaves.insert((0, 0, 0), u32::MAX);
@@ -199,6 +239,9 @@ fn refined_tree(q: &QuadTree, surf: &[(f64, f64)]) -> Result<Tree> {
         #[allow(clippy::approx_constant)]
         let d = chord_distance(cx, cy) - 0.7071 * h;
         let need = pts.len() > 1 || h > (q.growth * d.max(0.0)).max(h_floor);
+        if need && k.0 >= MAX_LEVEL && pts.len() > 1 {
+            return Err(too_far(q, surf));
+        }
         if !need || k.0 >= MAX_LEVEL {
             if pts.len() == 1 {
                 t.leaves.insert(k, pts[0]);

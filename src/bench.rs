@@ -89,9 +89,7 @@ pub fn bench(o: &BenchOptions) -> Result<serde_json::Value> {
     if o.rounds > 1 && entry.is_none() {
         return input(format!("--rounds: {} times a single round (rounds belong to a solver's benchmark)", o.name));
     }
-    if !(o.seconds > 0.0 && o.seconds <= 86_400.0) {
-        return input(format!("--seconds {}: must be positive and at most a day (86400)", o.seconds));
-    }
+    crate::validate::timed_seconds(o.seconds)?;
     o.gpu.validate()?;
     o.cpu.validate_as("--temporal-block")?;
     let device = match o.backend {

@@ -96,9 +96,7 @@ pub fn resolve(
 
 /// Run the sweep; returns the table as text.
 pub fn tune(o: &TuneOptions) -> Result<String> {
-    if !(o.seconds.is_finite() && o.seconds > 0.0) {
-        return input(format!("--seconds {}: must be positive", o.seconds));
-    }
+    crate::validate::timed_seconds(o.seconds)?;
     let (case, _) = Case::load(&o.case)?;
     let spec = case.solver.spec();
     let kind = case.solver.kind();

@@ -12,6 +12,14 @@ pub fn positive(key: &str, v: f64) -> Result<()> {
 }
 
 /// At least `min` and at most `max` of `what` (nodes, cells) along an axis.
+/// `--seconds` of `sim bench` and `sim tune`: positive, and at most a day.
+pub fn timed_seconds(v: f64) -> Result<()> {
+    if !(v > 0.0 && v <= 86_400.0) {
+        return input(format!("--seconds {v}: must be positive and at most a day (86400)"));
+    }
+    Ok(())
+}
+
 pub fn count(key: &str, n: usize, what: &str, min: usize, max: usize) -> Result<()> {
     if n < min {
         return input(format!("{key}: {n} {what} is too few (at least {min})"));

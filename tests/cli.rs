@@ -114,6 +114,9 @@ fn cuda_without_a_gpu_is_a_clear_error() {
     assert!(String::from_utf8_lossy(&o.stdout).contains("backend auto: using the CPU"));
     // Commands other than a run suggest their own way out, not a case key.
     let tune = expect_input_error(&dir, &["tune", "good.yaml"], &["sim tune needs a CUDA device"]);
+    for seconds in ["1e300", "inf", "0"] {
+        expect_input_error(&dir, &["tune", "good.yaml", "--seconds", seconds], &["--seconds", "at most a day"]);
+    }
     assert!(!tune.contains("backend:"), "{tune}");
     expect_input_error(&dir, &["bench", "heat2d", "--backend", "cuda"], &["--backend cuda", "use --backend cpu"]);
     std::fs::remove_dir_all(dir).unwrap();
@@ -133,6 +136,14 @@ fn existing_run_directory_needs_overwrite() {
     assert_eq!(std::fs::read_to_string(dir.join("out/h/notes.txt")).unwrap(), "keep me");
     let steps: Vec<u64> = checkpoint::list(&dir.join("out/h")).iter().map(|c| c.0).collect();
     assert_eq!(steps, vec![5], "old checkpoints removed");
+    // A file whose name is not UTF-8 is a file all the same.
+    use std::os::unix::ffi::OsStrExt;
+    let odd = dir.join("odd").join(std::ffi::OsStr::from_bytes(b"\xff\xfe"));
+    std::fs::create_dir_all(odd.parent().unwrap()).unwrap();
+    std::fs::write(&odd, "mine").unwrap();
+    expect_input_error(&dir, &["run", "good.yaml", "--out", "odd"], &["odd", "already holds files", "--overwrite"]);
+    ok(sim(&dir, &["run", "good.yaml", "--out", "odd", "--overwrite", "--quiet", "--steps", "5"]));
+    assert_eq!(std::fs::read_to_string(&odd).unwrap(), "mine");
     std::fs::remove_dir_all(dir).unwrap();
 }
 

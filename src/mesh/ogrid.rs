@@ -76,7 +76,8 @@ fn check_settings(g: &OGrid) -> Result<()> {
         return Err(bad(format!("radius {} must be more than 2 chords", g.radius)));
     }
     if !(g.first_spacing > 0.0 && g.first_spacing < g.radius / g.nj as f64) {
-        return Err(bad(format!("first spacing {} must be in (0, radius / nj)", g.first_spacing)));
+        let mean = g.radius / g.nj as f64;
+        return Err(bad(format!("--first-spacing {}: must be in (0, --radius / --nj) = (0, {mean:.4e})", g.first_spacing)));
     }
     let least = smallest_first_spacing(g.radius, g.nj);
     // (a relative margin for the rounding of a spacing copied from this message)

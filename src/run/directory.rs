@@ -369,13 +369,14 @@ fn step_number(s: &str) -> Option<u64> {
     (s.len() >= 8 && s.bytes().all(|b| b.is_ascii_digit())).then(|| s.parse().ok()).flatten()
 }
 
-/// Names in `dir` other than sim's own (none if it does not exist).
+/// Names in `dir` other than sim's own (none if it does not exist); a name that is not UTF-8
+/// with its bytes replaced (no run file has such a name, but the directory is not empty).
 fn entries(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()
         .flatten()
-        .filter_map(|e| e.file_name().into_string().ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
         .filter(|n| n != LOCK && n != MANIFEST && n != WRITE_CHECK)
         .collect();
     v.sort();

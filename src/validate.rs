@@ -11,7 +11,6 @@ pub fn positive(key: &str, v: f64) -> Result<()> {
     }
 }
 
-/// At least `min` and at most `max` of `what` (nodes, cells) along an axis.
 /// `--seconds` of `sim bench` and `sim tune`: positive, and at most a day.
 pub fn timed_seconds(v: f64) -> Result<()> {
     if !(v > 0.0 && v <= 86_400.0) {
@@ -20,6 +19,7 @@ pub fn timed_seconds(v: f64) -> Result<()> {
     Ok(())
 }
 
+/// At least `min` and at most `max` of `what` (nodes, cells) along an axis.
 pub fn count(key: &str, n: usize, what: &str, min: usize, max: usize) -> Result<()> {
     if n < min {
         return input(format!("{key}: {n} {what} is too few (at least {min})"));

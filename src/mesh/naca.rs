@@ -13,13 +13,13 @@ pub enum Closure {
     Modified,
 }
 
-/// `n` surface points at equal angles of the cosine spacing `x = (1 + cos th) / 2`, from the
-/// trailing edge along the lower surface (th < pi) and back along the upper one.
 /// Why `thickness` (of the chord) is no NACA 00xx section the generators take, if it is not.
 pub fn thickness_refused(thickness: f64) -> Option<String> {
     (!(thickness > 0.0 && thickness < 0.4)).then(|| format!("--thickness {thickness}: must be in (0, 0.4)"))
 }
 
+/// `n` surface points at equal angles of the cosine spacing `x = (1 + cos th) / 2`, from the
+/// trailing edge along the lower surface (th < pi) and back along the upper one.
 pub fn surface_points(n: usize, thickness: f64, closure: Closure) -> Vec<(f64, f64)> {
     let pi = std::f64::consts::PI;
     (0..n)

@@ -55,6 +55,9 @@ enum Command {
         /// `latest` (with CASE): its attributes and shapes, no array data.
         #[arg(long)]
         restart: Option<String>,
+        /// Output directory the run would take (as `sim run --out`).
+        #[arg(long)]
+        out: Option<PathBuf>,
         #[arg(long, value_enum)]
         precision: Option<Precision>,
         #[arg(long)]
@@ -262,8 +265,8 @@ fn main() -> ExitCode {
                 }
             })
         }
-        Command::Check { case, restart, precision, steps } => {
-            let opts = RunOptions { case, restart, precision, steps, ..Default::default() };
+        Command::Check { case, restart, out, precision, steps } => {
+            let opts = RunOptions { case, restart, out, precision, steps, ..Default::default() };
             run::check_on(&opts, launched.map(|(_, size)| size)).map(|s| print_out(&s))
         }
         Command::Tune { case, precision, seconds, blocks, variant } => {

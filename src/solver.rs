@@ -338,6 +338,16 @@ pub trait Solver: Send {
     fn restore(&mut self, step: u64, time: f64, arrays: Vec<StateArray>) -> Result<()>;
     /// The first NaN or Inf of the fields, for the guard check. Needs a synced host copy.
     fn find_non_finite(&self) -> Option<NonFinite>;
+    /// Why a finite state is no state the model holds (the shallow-water schemes' water depth
+    /// at or below zero), for the guard check after [`Solver::find_non_finite`]. Needs a
+    /// synced host copy; collective under MPI.
+    fn invalid_state(&self) -> Option<String> {
+        None
+    }
+    /// A likely cause of a failing run that the case chose (added to the guard's message).
+    fn failure_hint(&self) -> Option<&'static str> {
+        None
+    }
     /// Named scalars appended to history.csv at every guard check. Needs a synced host copy.
     /// `None` is a value that does not exist yet (a residual before its first measurement);
     /// every other value must be finite, or the guard stops the run.

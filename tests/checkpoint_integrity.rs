@@ -337,6 +337,10 @@ fn version_1_files_are_read_with_a_warning() {
         set_attr(f, "step", 7u64);
     });
     refused(&dir, &p, &["step = 7", "disagree"]);
+    // A version-2 file whose version was set back to 1 keeps its checksum: refused, or its
+    // arrays would go unchecked.
+    let p = edited(&dir, "v1_signed.h5", |f| set_attr(f, "format_version", 1u32));
+    refused(&dir, &p, &["format_version 1 with a 'checksum' attribute"]);
     // It continues exactly like the original.
     ok(sim(&dir, &["run", "--restart", "out/h", "--quiet"]));
     let (_, a) = checkpoint::read(&dir.join("out/h/checkpoint_00000040.h5")).unwrap();

@@ -438,12 +438,21 @@ fn check_counts_the_steps_the_run_takes() {
 #[test]
 fn check_of_a_restart_says_what_the_run_would_do() {
     let dir = scratch("check_restart");
-    let case = "name: h\nsolver:\n  heat2d: {n: 17, r: 0.2}\ntime: {end_step: 40}\ncheckpoint: {every_steps: 10}\n";
+    let case = "name: h\nsolver:\n  heat2d: {n: 17, r: 0.2}\ntime: {end_step: 40}\ncheckpoint: {every_steps: 10}\n\
+                output: {every_steps: 7}\n";
     write(&dir, "case.yaml", case);
     ok(sim(&dir, &["run", "case.yaml", "--quiet", "--steps", "30"]));
     let o = ok(sim(&dir, &["check", "--restart", "out/h/checkpoint_00000030.h5"]));
     let out = String::from_utf8_lossy(&o.stdout).to_string();
     assert!(out.contains("steps: 10 from step 30 (stop at step 40)") && !out.contains("note:"), "{out}");
+    // The frames of steps 35 and 40; the one of step 30 is there already.
+    assert!(out.contains("every 7 steps (2 files)"), "{out}");
+    let o = ok(sim(&dir, &["check", "--restart", "latest", "--out", "out/h"]));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("every 7 steps (2 files)"));
+    // From step 20 with a schedule of which it is an instant the series lacks: 20, 30 and 40.
+    write(&dir, "ten.yaml", &case.replace("every_steps: 7", "every_steps: 10"));
+    let o = ok(sim(&dir, &["check", "--restart", "out/h/checkpoint_00000020.h5", "ten.yaml"]));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("every 10 steps (3 files)"));
     ok(sim(&dir, &["run", "--restart", "out/h/checkpoint_00000030.h5", "--quiet", "--steps", "5"]));
     // The run refuses to go back to step 30 past the checkpoint of step 35 without --overwrite.
     let o = ok(sim(&dir, &["check", "--restart", "out/h/checkpoint_00000030.h5"]));

@@ -549,6 +549,39 @@ fn observed_order(scheme: &str, grids: &[usize], finest: usize) -> Vec<f64> {
     orders
 }
 
+/// A run whose water runs dry (here CTCS with GPU Ocean's advection sign on a hump as high as
+/// the water is deep) stops at the guard check that sees it, exit 1, naming the depth and the
+/// likely cause, and keeps no checkpoint of the broken state; with the clean sign it runs.
+#[test]
+fn a_run_whose_water_runs_dry_stops() {
+    let dir = scratch("sw_dry");
+    let case = |compat: bool| {
+        format!(
+            "name: d\nsolver:\n  shallow_water: {{scheme: ctcs, nx: 60, ny: 60, dx: 10.0, dt: 0.3, \
+             bathymetry: {{flat: 0.05}}, gpu_ocean_compat: {compat}, \
+             initial: {{hump: {{amplitude: 0.4, radius: 100.0, shape: cosine}}}}}}\n\
+             precision: f64\ntime: {{end_time: 60.0}}\ncheckpoint: {{every_steps: 5, keep: 1000}}\nguard: {{check_every: 5}}\n"
+        )
+    };
+    write(&dir, "dry.yaml", &case(true));
+    let o = sim(&dir, &["run", "dry.yaml", "--quiet"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    for needle in ["the water depth H + eta fell to -", "the last good checkpoint is", "gpu_ocean_compat: false"] {
+        assert!(stderr(&o).contains(needle), "{needle}: {}", stderr(&o));
+    }
+    let kept = sim::io::checkpoint::list(&dir.join("out/d"));
+    assert!(!kept.is_empty());
+    for (step, path) in kept {
+        let (_, arrays) = sim::io::checkpoint::read(&path).unwrap();
+        let eta = arrays.iter().find(|a| a.name == "eta").unwrap().values.to_f64();
+        let lowest = eta.iter().fold(f64::INFINITY, |m, &v| m.min(v));
+        assert!(0.05 + lowest > 0.0, "checkpoint of step {step}: depth {}", 0.05 + lowest);
+    }
+    write(&dir, "dry.yaml", &case(false));
+    ok(sim(&dir, &["run", "dry.yaml", "--quiet", "--overwrite"]));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 /// Each scheme's last observed order (the finest pair) is at least the figure given.
 fn assert_orders(grids: &[usize], finest: usize, at_least: [(&str, f64); 4]) {
     for (scheme, bound) in at_least {

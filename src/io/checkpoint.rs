@@ -537,6 +537,9 @@ pub fn open(path: &Path) -> Result<Opened> {
             return Err(bad(format!("attribute 'checksum' is '{c}', not 'sha256:' and 64 hex digits")));
         }
         Some(c)
+    } else if file.attr("checksum").is_ok() {
+        // Version 1 had none: a file that has one was written later, its version edited.
+        return Err(bad(format!("format_version {version} with a 'checksum' attribute, which version 2 added: the file was altered")));
     } else {
         None
     };

@@ -29,11 +29,22 @@ impl Pvd {
     pub fn resume(path: PathBuf, step: u64, frames: &[(u64, String)]) -> (Self, Option<String>) {
         let text = std::fs::read_to_string(&path).unwrap_or_default();
         let whole = text.trim_end().ends_with("</VTKFile>");
+        let dir = path.parent().unwrap_or(Path::new(""));
         let mut entries: Vec<Entry> = text.lines().filter_map(parse_line).collect();
         entries.retain(|e| e.step <= step);
         let mut note = None;
+        // Entries whose frames are gone (a clean-up cut short, or removed by hand) would point
+        // ParaView at nothing.
+        let listed = entries.len();
+        entries.retain(|e| dir.join(&e.file).is_file());
+        if entries.len() < listed {
+            note = Some(format!(
+                "note: the series {} listed {} frames whose files are gone; left out",
+                path.display(),
+                listed - entries.len()
+            ));
+        }
         if !whole && !frames.is_empty() {
-            let dir = path.parent().unwrap_or(Path::new(""));
             let timed: Vec<Entry> = (frames.iter())
                 .filter_map(|(step, file)| Some(Entry { step: *step, time: time_of(&dir.join(file))?, file: file.clone() }))
                 .collect();
@@ -111,12 +122,20 @@ mod tests {
         let path = dir.join("a.pvd");
         let mut p = Pvd::new(path.clone());
         for (s, t) in [(0, 0.0), (10, 0.1), (20, 0.2 + 1e-17)] {
-            p.add(s, t, format!("a_{s:08}.vti")).unwrap();
+            let file = format!("a_{s:08}.vti");
+            std::fs::write(dir.join(&file), "").unwrap();
+            p.add(s, t, file).unwrap();
         }
         let r = Pvd::resume(path.clone(), 10, &[]).0;
         assert_eq!(r.entries, p.entries[..2]);
-        let all = Pvd::resume(path, 99, &[]).0;
+        let (all, note) = Pvd::resume(path.clone(), 99, &[]);
         assert_eq!(all.entries, p.entries, "times round-trip exactly");
+        assert_eq!(note, None);
+        // An entry whose frame is gone is left out, with a note.
+        std::fs::remove_file(dir.join("a_00000010.vti")).unwrap();
+        let (r, note) = Pvd::resume(path, 99, &[]);
+        assert_eq!(r.entries, [p.entries[0].clone(), p.entries[2].clone()]);
+        assert!(note.is_some_and(|n| n.contains("1 frames whose files are gone")));
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

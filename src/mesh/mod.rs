@@ -92,7 +92,13 @@ pub fn generate(o: &MeshOptions) -> Result<String> {
                     d => d,
                 }
             });
-            ogrid::ogrid(&OGrid { ni, nj, radius: o.radius, first_spacing, thickness: o.thickness, closure })?
+            let g = OGrid { ni, nj, radius: o.radius, first_spacing, thickness: o.thickness, closure };
+            ogrid::ogrid(&g).map_err(|e| match (e, o.first_spacing) {
+                (SimError::Input(m), None) => SimError::Input(format!(
+                    "{m} (--first-spacing was not given: {first_spacing} is its default for these --radius and --nj)"
+                )),
+                (e, _) => e,
+            })?
         }
         "quadtree" if o.ni.is_some() || o.nj.is_some() => {
             return Err(SimError::Input("--ni and --nj size an O-grid; a quadtree cloud takes --points".into()));

@@ -152,13 +152,13 @@ impl RunDir {
         let dir = Self::open(path)?;
         refuse_restart(path, &dir.listed, run)?;
         let listed = |n: &str| is_run_file(n) && dir.wrote(n);
-        for n in entries(path).into_iter().rev() {
-            let stale = n.strip_suffix(".tmp").is_some_and(listed)
-                || (listed(&n) && (run.later(&n) || run.ends(&n)))
-                || (n.ends_with(".xmf") && listed(&n) && !path.join(&n).with_extension("h5").exists());
-            if stale {
-                remove(&path.join(&n))?;
-            }
+        let stale = entries(path).into_iter().filter(|n| {
+            n.strip_suffix(".tmp").is_some_and(listed)
+                || (listed(n) && (run.later(n) || run.ends(n)))
+                || (n.ends_with(".xmf") && listed(n) && !path.join(n).with_extension("h5").exists())
+        });
+        for n in removal_order(stale.collect()) {
+            remove(&path.join(n))?;
         }
         Ok(dir)
     }
@@ -214,6 +214,17 @@ impl RunDir {
     fn err(&self, what: &str, e: std::io::Error) -> SimError {
         SimError::Run(format!("{}: {e}", self.path.join(what).display()))
     }
+}
+
+/// The order in which a restart removes the files `stale` (sorted by name): the checkpoints
+/// first, the newest first, then the rest, the latest steps first. A removal cut short then
+/// leaves a newest checkpoint no later than any frame, history row or summary still there,
+/// which a restart from the directory continues.
+fn removal_order(stale: Vec<String>) -> Vec<String> {
+    let (mut checkpoints, mut rest): (Vec<_>, Vec<_>) = stale.into_iter().partition(|n| n.ends_with(".h5"));
+    checkpoints.reverse();
+    rest.reverse();
+    checkpoints.into_iter().chain(rest).collect()
 }
 
 /// Refuse continuing `run` in `path`, whose manifest lists `listed` (see [`RunDir::restart`]).
@@ -395,6 +406,15 @@ fn remove(path: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_restart_removes_the_later_checkpoints_first() {
+        // (sorted by name, as `entries` gives them: a case named `h` sorts after `checkpoint_`)
+        let stale = ["checkpoint_00000010.h5", "checkpoint_00000010.xmf", "checkpoint_00000020.h5", "h_00000012.vti", "summary.json"];
+        let order = removal_order(stale.map(String::from).to_vec());
+        let want = ["checkpoint_00000020.h5", "checkpoint_00000010.h5", "summary.json", "h_00000012.vti", "checkpoint_00000010.xmf"];
+        assert_eq!(order, want);
+    }
 
     #[test]
     fn steps_are_read_from_the_names_of_the_case_only() {

@@ -14,9 +14,22 @@ use super::schedule::{Ending, Landing, Schedule, Stop, Trigger, nominal_dt};
 use crate::case::Case;
 use crate::error::{Result, SimError};
 use crate::io::output::{self, Frame};
-use crate::io::{checkpoint, history::History, pvd::Pvd};
+use crate::io::pvd::{Entry, Pvd};
+use crate::io::{checkpoint, history::History};
 use crate::parallel::{Comm, Reduce, agree};
 use crate::solver::{Clock, Solver};
+
+/// Whether `activities` write a frame of a state at `step` and `time` that a run starts from
+/// (a restart's): as a step reaching it would.
+pub fn output_due_on_arrival(activities: &[(Activity, Schedule)], step: u64, time: f64, clock: Clock) -> bool {
+    activities.iter().any(|(a, when)| *a == Activity::Output && when.due_on_arrival(step, time, clock))
+}
+
+/// Whether a series continued at `step` lacks its frame (a series begun afresh, empty, lacks
+/// none: it starts after the restart step).
+pub fn lacks_frame(series: &[Entry], step: u64) -> bool {
+    !series.is_empty() && !series.iter().any(|e| e.step == step)
+}
 
 /// What the driver does between steps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -148,13 +161,13 @@ impl<'a> Driver<'a> {
         Ok(())
     }
 
-    /// Whether the restart step is an output instant of this run's schedule and the series has
-    /// no frame of it (the schedule changed on restart): it then gets one, as in a fresh run.
+    /// Whether the restart step is an output instant of this run's schedule and the series it
+    /// continues has no frame of it (the schedule changed on restart): it then gets one, as in
+    /// a fresh run. (A series begun in another directory starts after the restart step.)
     fn frame_missing_on_arrival(&self, s: &dyn Solver) -> bool {
-        let due = (self.activities.iter())
-            .any(|(a, when)| *a == Activity::Output && when.due_on_arrival(s.step(), s.time(), s.clock()));
+        let due = output_due_on_arrival(&self.activities, s.step(), s.time(), s.clock());
         // Rank 0 holds the series.
-        let missing = self.root() && !self.pvd.entries.iter().any(|e| e.step == s.step());
+        let missing = self.root() && lacks_frame(&self.pvd.entries, s.step());
         let missing = match &self.setup.comm {
             Some(c) => c.all_reduce(f64::from(u8::from(missing)), Reduce::Max) > 0.0,
             None => missing,
@@ -366,10 +379,11 @@ impl<'a> Driver<'a> {
             Some(p) => format!("the last good checkpoint is {}", p.display()),
             None => "no checkpoint was written yet".into(),
         };
+        let hint = s.failure_hint().map(|h| format!(" {h}.")).unwrap_or_default();
         if let Some(nf) = s.find_non_finite() {
             return Err(SimError::Run(format!(
                 "non-finite value {} in field {} at node ({}) at step {}{}; {}. \
-                 Reduce the time step or check the parameters.",
+                 Reduce the time step or check the parameters.{hint}",
                 nf.value,
                 nf.field,
                 nf.at(),
@@ -384,6 +398,14 @@ impl<'a> Driver<'a> {
                 "the diagnostic {name} is {value} at step {}{} although the fields are finite; {}. \
                  Check the parameters: a value near the limits of the precision, or a quantity \
                  that divides by zero.",
+                s.step(),
+                report::time_text(s),
+                keep()
+            )));
+        }
+        if let Some(why) = s.invalid_state() {
+            return Err(SimError::Run(format!(
+                "{why}, at step {}{}; {}. Reduce the time step or check the parameters.{hint}",
                 s.step(),
                 report::time_text(s),
                 keep()

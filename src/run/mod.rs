@@ -78,7 +78,13 @@ pub fn check_on(opts: &RunOptions, ranks: Option<usize>) -> Result<String> {
     };
     // The CPU's plans: a run on a device has neither.
     let tiling = spec.tiling(plan.precision, &plan.case.cpu, threads).filter(|_| on_cpu).map(|t| format!("{t} on {threads} thread{}", if threads == 1 { "" } else { "s" }));
-    let text = report::check_text(&plan.case, plan.precision, &plan.out_dir, &describe, &stop, (step, last, exact), ranks);
+    // A restart writes a frame of its first state only where the series it continues lacks it.
+    let first = plan.restart.is_none() || {
+        let series = crate::io::pvd::Pvd::resume(plan.out_dir.join(format!("{}.pvd", plan.case.name)), step, &[]).0;
+        let due = driver::output_due_on_arrival(&driver::activities(&plan.case), step, time, spec.clock());
+        due && driver::lacks_frame(&series.entries, step)
+    };
+    let text = report::check_text(&plan.case, plan.precision, &plan.out_dir, &describe, &stop, (step, last, exact, first), ranks);
     let flush = on_cpu && plan.case.cpu.subnormals == crate::cpu::Subnormals::Flush;
     let subnormals = if flush { "  subnormals: flushed to zero on the CPU (cpu.subnormals: flush)\n" } else { "" };
     let backend = match (ranks, grid) {

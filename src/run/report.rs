@@ -141,22 +141,24 @@ pub fn summary_text(v: &serde_json::Value) -> String {
     s
 }
 
-/// Files of a run from `start` to `last` with output every `n` steps: the initial state, each
-/// multiple of `n`, and the final state when it is not a multiple.
-pub fn output_count(start: u64, last: u64, n: u64) -> u64 {
-    1 + last / n - start / n + u64::from(!last.is_multiple_of(n) && last > start)
+/// Files of a run from `start` to `last` with output every `n` steps: the state it starts
+/// from where it writes that (`first`), each later multiple of `n`, and the final state when it
+/// is not a multiple.
+pub fn output_count(start: u64, last: u64, n: u64, first: bool) -> u64 {
+    u64::from(first) + last / n - start / n + u64::from(!last.is_multiple_of(n) && last > start)
 }
 
 /// `sim check`: what a run from step `start` would do, from `describe` (the solver's lines)
 /// and the step `last` at which it stops (`exact`, or without the steps that land on output
-/// instants), on `ranks` MPI ranks where several.
+/// instants), writing a frame of its first state or not (`first`), on `ranks` MPI ranks where
+/// several.
 pub fn check_text(
     case: &Case,
     precision: Precision,
     out_dir: &Path,
     describe: &[String],
     stop: &Stop,
-    (start, last, exact): (u64, u64, bool),
+    (start, last, exact, first): (u64, u64, bool, bool),
     ranks: Option<usize>,
 ) -> String {
     let mut t = format!("case {}: solver {}, precision {}\n", case.name, case.solver.kind(), precision.name());
@@ -182,7 +184,7 @@ pub fn check_text(
         t += &format!("  steps: {about}{}{from} (stop at {})\n", last - start, stop.text());
     }
     let outputs = match (case.output.every_steps, case.output.every_time) {
-        (Some(n), None) => format!("every {n} steps ({} files)", output_count(start, last, n)),
+        (Some(n), None) => format!("every {n} steps ({} files)", output_count(start, last, n, first)),
         (Some(n), Some(t)) => format!("every {n} steps and every {t} of simulated time (steps land on each multiple)"),
         (None, Some(t)) => format!("every {t} of simulated time (steps land on each multiple)"),
         (None, None) => "initial and final state".into(),
@@ -203,10 +205,14 @@ mod tests {
 
     #[test]
     fn output_count_counts_the_initial_the_multiples_and_the_final_state() {
-        assert_eq!(output_count(0, 20, 10), 3);
-        assert_eq!(output_count(0, 25, 10), 4);
-        assert_eq!(output_count(0, 5, 10), 2);
-        assert_eq!(output_count(0, 0, 10), 1);
+        assert_eq!(output_count(0, 20, 10, true), 3);
+        assert_eq!(output_count(0, 25, 10, true), 4);
+        assert_eq!(output_count(0, 5, 10, true), 2);
+        assert_eq!(output_count(0, 0, 10, true), 1);
+        // A restart from step 20: 30, 40 (and its first state only where it writes that).
+        assert_eq!(output_count(20, 40, 10, false), 2);
+        assert_eq!(output_count(20, 40, 7, false), 4);
+        assert_eq!(output_count(20, 40, 10, true), 3);
     }
 
     #[test]

@@ -99,6 +99,7 @@ struct Function {
     std::vector<std::size_t> params;  // sizes, from the cubin
     const sim_emu::Kernel* kernel;
     int registers;  // per thread, from the cubin
+    int launch_bound;  // __launch_bounds__'s threads, from the cubin (MAX_THREADS without)
     int max_dynamic_shared = DEFAULT_SHARED;
 };
 
@@ -109,6 +110,9 @@ int max_threads_for(int registers) {
     int per_warp = (registers * 32 + 255) / 256 * 256;
     return per_warp == 0 ? MAX_THREADS : std::min(MAX_THREADS, 65536 / per_warp * 32);
 }
+// The most threads per block `fn` launches with: its registers' limit, or its launch bound
+// where that is less, as the driver's CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK.
+int max_threads(const Function& fn) { return std::min(max_threads_for(fn.registers), fn.launch_bound); }
 struct Module {
     std::vector<std::unique_ptr<Function>> functions;
 };
@@ -119,10 +123,12 @@ struct Event {
 
 // What a cubin says of its kernels: the parameter sizes by ordinal, from the .nv.info.<kernel>
 // sections (attribute EIATTR_KPARAM_INFO: ordinal, offset and size of each parameter), and the
-// registers per thread, from the .nv.info section (EIATTR_REGCOUNT: symbol index, count).
+// registers per thread, from the .nv.info section (EIATTR_REGCOUNT: symbol index, count), and
+// the launch bound, from EIATTR_MAX_THREADS (x, y, z) where __launch_bounds__ set one.
 struct CubinKernel {
     std::vector<std::size_t> params;
     int registers = 0;
+    int launch_bound = MAX_THREADS;
 };
 bool read_cubin(const unsigned char* b, std::map<std::string, CubinKernel>& kernels) {
     if (std::memcmp(b, "\x7f" "ELF", 4) != 0 || b[4] != 2) return false;
@@ -152,13 +158,16 @@ bool read_cubin(const unsigned char* b, std::map<std::string, CubinKernel>& kern
     for (std::size_t i = 0; i < shnum; ++i) {
         std::string name = (const char*)b + names + u32(header(i));
         if (name.compare(0, prefix.size(), prefix) != 0) continue;
-        std::vector<std::size_t>& sizes = kernels[name.substr(prefix.size())].params;
+        CubinKernel& kernel = kernels[name.substr(prefix.size())];
+        std::vector<std::size_t>& sizes = kernel.params;
         attributes(i, [&](std::size_t attr, std::size_t at, std::size_t len) {
             if (attr == 0x17 && len >= 12) {  // KPARAM_INFO
                 std::size_t ordinal = u16(at + 4), size = u32(at + 8) >> 18;
                 if (sizes.size() <= ordinal) sizes.resize(ordinal + 1);
                 sizes[ordinal] = size;
             }
+            if (attr == 0x05 && len >= 12)  // MAX_THREADS
+                kernel.launch_bound = (int)std::min<std::size_t>(u32(at) * u32(at + 4) * u32(at + 8), MAX_THREADS);
         });
     }
     std::size_t info = section(".nv.info"), symtab = section(".symtab"), strtab = section(".strtab");
@@ -196,7 +205,7 @@ CUresult emulations(const std::map<std::string, CubinKernel>& kernels, Module& m
     }
     for (auto& [name, cubin] : kernels)
         m.functions.push_back(std::make_unique<Function>(Function{name, cubin.params, sim_emu::find(name, fits[0]),
-                                                                  cubin.registers}));
+                                                                  cubin.registers, cubin.launch_bound}));
     return SUCCESS;
 }
 
@@ -413,7 +422,7 @@ API CUresult cuModuleGetFunction(void** f, void* module, const char* name) {
 API CUresult cuFuncGetAttribute(int* v, int attr, void* f) {
     auto* fn = (Function*)f;
     switch (attr) {
-        case 0: *v = max_threads_for(fn->registers); return SUCCESS;  // MAX_THREADS_PER_BLOCK
+        case 0: *v = max_threads(*fn); return SUCCESS;               // MAX_THREADS_PER_BLOCK
         case 1: *v = 0; return SUCCESS;                          // SHARED_SIZE_BYTES (static)
         case 4: *v = fn->registers; return SUCCESS;              // NUM_REGS
         case 8: *v = fn->max_dynamic_shared; return SUCCESS;     // MAX_DYNAMIC_SHARED_SIZE_BYTES
@@ -438,8 +447,7 @@ API CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsi
         if (block[d] == 0 || (int)block[d] > MAX_BLOCK[d] || grid[d] == 0 || grid[d] > MAX_GRID[d]) return INVALID_VALUE;
     if ((unsigned long long)bx * by * bz > (unsigned long long)MAX_THREADS) return INVALID_VALUE;
     if ((int)shared > fn->max_dynamic_shared) return INVALID_VALUE;
-    if ((unsigned long long)bx * by * bz > (unsigned long long)max_threads_for(fn->registers))
-        return LAUNCH_OUT_OF_RESOURCES;
+    if ((unsigned long long)bx * by * bz > (unsigned long long)max_threads(*fn)) return LAUNCH_OUT_OF_RESOURCES;
     if (extra) return complain(NOT_SUPPORTED, "%s: launch arguments through `extra` are not emulated", fn->name);
     if (!params && !fn->params.empty()) return INVALID_VALUE;
     Launch l{fn, {gx, gy, gz}, {bx, by, bz}, shared, {}};

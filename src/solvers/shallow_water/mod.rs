@@ -424,7 +424,7 @@ impl<T: Real> ShallowWater<T> {
         let rows: Vec<Totals> = (0..p.ny)
             .into_par_iter()
             .map(|j| {
-                let mut t = Totals::default();
+                let mut t = Totals { min_depth: f64::INFINITY, ..Totals::default() };
                 for k in j * nx..(j + 1) * nx {
                     let (eta, hu, hv) = (c.eta[k].f64(), c.hu[k].f64(), c.hv[k].f64());
                     let h = c.depth[k].f64() + eta;
@@ -432,16 +432,19 @@ impl<T: Real> ShallowWater<T> {
                     t.volume += eta.abs();
                     t.energy += 0.5 * g * eta * eta + 0.5 * (hu * hu + hv * hv) / h;
                     t.max_speed = t.max_speed.max(hu.hypot(hv) / h);
+                    t.min_depth = t.min_depth.min(h);
                 }
                 t
             })
             .collect();
         let area = self.grid.spacing[0] * self.grid.spacing[1];
-        let mut total = rows.iter().fold(Totals::default(), |a, r| Totals {
+        let start = Totals { min_depth: f64::INFINITY, ..Totals::default() };
+        let mut total = rows.iter().fold(start, |a, r| Totals {
             mass: a.mass + r.mass,
             volume: a.volume + r.volume,
             energy: a.energy + r.energy,
             max_speed: a.max_speed.max(r.max_speed),
+            min_depth: a.min_depth.min(r.min_depth),
         });
         if let Some(r) = &self.ranks {
             total = Totals {
@@ -449,6 +452,7 @@ impl<T: Real> ShallowWater<T> {
                 volume: r.sum(total.volume),
                 energy: r.sum(total.energy),
                 max_speed: r.max(total.max_speed),
+                min_depth: -r.max(-total.min_depth),
             };
         }
         total.mass *= area;
@@ -468,6 +472,8 @@ struct Totals {
     energy: f64,
     /// max |(hu, hv)| / h (m/s).
     max_speed: f64,
+    /// min h = H + η (m).
+    min_depth: f64,
 }
 
 impl<T: Real> Solver for ShallowWater<T> {
@@ -679,6 +685,21 @@ impl<T: Real> Solver for ShallowWater<T> {
             None => first_non_finite(name, values, nx),
         };
         first("eta", &c.eta).or_else(|| first("hu", &c.hu)).or_else(|| first("hv", &c.hv))
+    }
+
+    fn invalid_state(&self) -> Option<String> {
+        let depth = self.totals().min_depth;
+        (depth <= 0.0).then(|| {
+            format!("the water depth H + eta fell to {depth:.3e} m: a dry cell, which these schemes do not model")
+        })
+    }
+
+    fn failure_hint(&self) -> Option<&'static str> {
+        let p = &self.params;
+        (p.scheme == SchemeName::Ctcs && p.gpu_ocean_compat).then_some(
+            "With CTCS, gpu_ocean_compat: true (GPU Ocean's advection sign) also adds energy where the flow \
+             is nonlinear, which a smaller time step does not cure; gpu_ocean_compat: false does",
+        )
     }
 
     fn diagnostics(&self) -> Vec<(&'static str, Option<f64>)> {

@@ -150,6 +150,27 @@ fn a_changed_output_schedule_writes_the_restart_steps_frame() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// A run whose summary could not be written at its end (a full disk) is finished by a restart
+/// from its last checkpoint, which then writes it; a finished run's is refused.
+#[test]
+fn a_run_that_ended_without_its_summary_is_finished_by_a_restart() {
+    let dir = scratch("no_summary");
+    write(&dir, "case.yaml", &heat_case("h", "heat1d: {n: 33, r: 0.3}", "f64", "{end_step: 30}", ""));
+    ok(sim(&dir, &["run", "case.yaml", "--quiet"]));
+    // As a summary write that failed at the end (a full disk) leaves it.
+    let summary = dir.join("out/h/summary.json");
+    std::fs::remove_file(&summary).unwrap();
+    let o = ok(sim(&dir, &["run", "--restart", "out/h"]));
+    assert!(stderr(&o).contains("without writing summary.json; writing its results"), "{}", stderr(&o));
+    let again = std::fs::read_to_string(&summary).unwrap();
+    assert!(again.contains("\"status\": \"completed\""), "{again}");
+    assert_eq!(final_state(&dir.join("out/h")).0.step, 30);
+    let o = sim(&dir, &["run", "--restart", "out/h"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("already at or past the end"), "{}", stderr(&o));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 #[test]
 fn restart_latest_picks_the_newest_checkpoint() {
     let dir = scratch("latest");

@@ -57,7 +57,11 @@ pub fn check_on(opts: &RunOptions, ranks: Option<usize>) -> Result<String> {
     let stop = Stop::of(&plan.case, opts.steps, step);
     let dt = spec.nominal_dt();
     stop.check_limits(step, time, dt, plan.precision)?;
-    if plan.restart.is_some() && stop.done_at(step, time, dt.unwrap_or(0.0), spec.clock()) {
+    let unfinished = match &plan.restart {
+        Some(ck) => ends_without_summary(&plan.out_dir, ck.path())?,
+        None => false,
+    };
+    if plan.restart.is_some() && !unfinished && stop.done_at(step, time, dt.unwrap_or(0.0), spec.clock()) {
         return past_the_end(step, &report::time_at(spec.clock(), time), &stop);
     }
     // The initial state, checked as the run checks it (on one process: under a launcher the
@@ -107,6 +111,13 @@ pub fn check_on(opts: &RunOptions, ranks: Option<usize>) -> Result<String> {
     let held = held.map(|why| format!("  note: sim run refuses it as it is: {why}\n"));
     let text = text + &backend + &tiling.map(|t| format!("  temporal blocking: {t}\n")).unwrap_or_default() + subnormals;
     Ok(crate::error::compact_numbers(&text).into_owned() + &held.unwrap_or_default())
+}
+
+/// Whether checkpoint `ck` is in its run's directory `dir`, which holds no `summary.json`: where
+/// the run ended there, writing the summary (or a result file) failed, and a restart from it
+/// writes them instead of being refused as past the end.
+fn ends_without_summary(dir: &Path, ck: &Path) -> Result<bool> {
+    Ok(directory::holds(dir, ck)? && !dir.join("summary.json").exists())
 }
 
 /// The refusal of a restart whose checkpoint at `step` (`time`, as text) is at or past `stop`.
@@ -225,7 +236,14 @@ pub fn run_on(opts: &RunOptions, procs: Option<&dyn Processes>) -> Result<serde_
         };
         let stop = Stop::of(case, opts.steps, solver.step());
         stop.check_limits(solver.step(), solver.time(), schedule::nominal_dt(solver.as_ref()), solver.precision())?;
-        if restart.is_some() && solver.converged() {
+        let unfinished = match &restart {
+            Some(path) => ends_without_summary(&plan.out_dir, path)?,
+            None => false,
+        };
+        if unfinished && (solver.converged() || stop.done(solver.as_ref())) && !opts.quiet {
+            crate::say!("note: the run ended at this checkpoint without writing summary.json; writing its results");
+        }
+        if restart.is_some() && solver.converged() && !unfinished {
             return input(format!(
                 "the checkpoint is at step {}{}, where the run had reached its steady state ({}); there is nothing \
                  to continue",
@@ -234,7 +252,7 @@ pub fn run_on(opts: &RunOptions, procs: Option<&dyn Processes>) -> Result<serde_
                 solver.status().unwrap_or_default()
             ));
         }
-        if restart.is_some() && stop.done(solver.as_ref()) {
+        if restart.is_some() && stop.done(solver.as_ref()) && !unfinished {
             return past_the_end(solver.step(), &report::time_text(solver.as_ref()), &stop);
         }
         check_start(solver.as_ref(), restart.as_deref())?;

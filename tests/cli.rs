@@ -406,6 +406,12 @@ fn ctrl_c_checkpoints_and_the_run_can_continue() {
     let more = write(&dir, "more.yaml", &case.replace("100000000", &(step + 10).to_string()));
     ok(sim(&dir, &["run", "--restart", "out/h", more.to_str().unwrap(), "--quiet"]));
     assert_eq!(checkpoint::list(&dir.join("out/h")).pop().unwrap().0, step + 10);
+    // Under --steps, the command that continues the run keeps its stop.
+    let run = Background::start(&dir, &["long.yaml", "--out", "steps", "--steps", "90000000"], |d| d.join("steps/history.csv").exists());
+    let err = stderr(&run.signal("-TERM"));
+    let (at, _) = checkpoint::list(&dir.join("steps")).pop().expect("checkpoint written on SIGTERM");
+    assert!(err.contains(&format!("Continue with: sim run --restart {}", dir.join("steps").display())), "{err}");
+    assert!(err.trim_end().ends_with(&format!("--steps {}", 90_000_000 - at)), "{err}");
     std::fs::remove_dir_all(dir).unwrap();
 }
 

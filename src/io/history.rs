@@ -16,10 +16,14 @@ impl History {
         if let Some(step) = keep_until
             && let Ok(text) = std::fs::read_to_string(&path)
         {
+            // Rows up to the restart step, whole (a row cut short by a full disk or a kill has
+            // fewer fields than the header).
+            let fields = |l: &str| l.split(',').count();
+            let columns = text.lines().next().map_or(0, fields);
             let kept: String = text
                 .lines()
                 .enumerate()
-                .filter(|(k, l)| *k == 0 || row_step(l).is_some_and(|s| s <= step))
+                .filter(|(k, l)| *k == 0 || (row_step(l).is_some_and(|s| s <= step) && fields(l) == columns))
                 .map(|(_, l)| format!("{l}\n"))
                 .collect();
             super::write_atomic(&path, kept.as_bytes())?;
@@ -56,4 +60,23 @@ fn row_step(line: &str) -> Option<u64> {
 /// Path of the history file in `dir`.
 pub fn path_in(dir: &Path) -> PathBuf {
     dir.join("history.csv")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_restart_keeps_the_whole_rows_up_to_its_step() {
+        let dir = std::env::temp_dir().join(format!("sim_history_{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("history.csv");
+        // Row 19 was cut short after its step.
+        std::fs::write(&path, "step,time,wall_s,mass\n0,0,0.1,1\n10,1,0.2,1\n19\n20,2,0.3,1\n").unwrap();
+        History::open(path.clone(), Some(25)).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "step,time,wall_s,mass\n0,0,0.1,1\n10,1,0.2,1\n20,2,0.3,1\n");
+        History::open(path.clone(), Some(15)).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "step,time,wall_s,mass\n0,0,0.1,1\n10,1,0.2,1\n");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
 }

@@ -342,9 +342,15 @@ impl<'a> Driver<'a> {
             if !self.root() {
                 return Err(SimError::Quiet(128 + signal));
             }
+            // A stop that `--steps` set before the case's end: the command keeps it.
+            let case_end = super::schedule::Stop::of(self.setup.case, None, 0).end_step;
+            let steps = match self.setup.stop.end_step {
+                Some(end) if Some(end) != case_end && end > s.step() => format!(" --steps {}", end - s.step()),
+                _ => String::new(),
+            };
             return Err(SimError::Interrupted(
                 format!(
-                    "interrupted by {} at step {}{}; checkpoint written. Continue with: sim run --restart {ck}{}",
+                    "interrupted by {} at step {}{}; checkpoint written. Continue with: sim run --restart {ck}{}{steps}",
                     super::signals::name(signal),
                     s.step(),
                     report::time_text(s),

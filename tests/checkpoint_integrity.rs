@@ -318,6 +318,25 @@ fn special_files_are_refused() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// A checkpoint whose sidecar cannot be written (here a directory stands in its temporary
+/// file's place, as a full disk would fail it) is not written either, so that no checkpoint is
+/// without its sidecar; the next try writes both.
+#[test]
+fn a_checkpoint_is_never_without_its_sidecar() {
+    let dir = with_run("sidecar");
+    let (meta, arrays) = checkpoint::read(&good(&dir)).unwrap();
+    let grid = sim::solver::Grid { n: [17, 17], origin: [-1.0, -1.0], spacing: [0.125, 0.125] };
+    let path = dir.join("checkpoint_00000020.h5");
+    std::fs::create_dir(dir.join("checkpoint_00000020.xmf.tmp")).unwrap();
+    let e = checkpoint::write(&path, &meta, &arrays, &sim::solver::Mesh::Nodes(grid)).unwrap_err().to_string();
+    assert!(e.contains("checkpoint_00000020.xmf"), "{e}");
+    assert!(!path.exists() && !path.with_extension("xmf").exists());
+    std::fs::remove_dir(dir.join("checkpoint_00000020.xmf.tmp")).unwrap();
+    checkpoint::write(&path, &meta, &arrays, &sim::solver::Mesh::Nodes(grid)).unwrap();
+    assert!(path.exists() && path.with_extension("xmf").exists());
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 #[test]
 fn version_1_files_are_read_with_a_warning() {
     let dir = with_run("v1");

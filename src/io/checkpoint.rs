@@ -305,15 +305,21 @@ fn geometry_values(mesh: &Mesh) -> Vec<Array> {
 
 /// Write a checkpoint of the solver state `arrays` on `mesh`, then its XDMF sidecar.
 pub fn write(path: &Path, meta: &Meta, arrays: &[StateArray], mesh: &Mesh) -> Result<()> {
+    // The sidecar first, so that no checkpoint is ever without it: a failure of either leaves
+    // neither (a restart removes a sidecar whose checkpoint is gone).
+    let xmf = path.with_extension("xmf");
+    super::write_atomic(&xmf, xdmf(path, meta, arrays, mesh).as_bytes())?;
     let tmp = super::tmp_path(path);
     write_file(&tmp, meta, arrays, mesh)
         .map_err(|e| e.to_string())
         .and_then(|_| std::fs::rename(&tmp, path).map_err(|e| e.to_string()))
         .map_err(|e| {
             let _ = std::fs::remove_file(&tmp);
+            if !path.exists() {
+                let _ = std::fs::remove_file(&xmf);
+            }
             SimError::Run(format!("cannot write checkpoint {}: {e}", path.display()))
-        })?;
-    super::write_atomic(&path.with_extension("xmf"), xdmf(path, meta, arrays, mesh).as_bytes())
+        })
 }
 
 fn str_attr(loc: &hdf5::Location, name: &str, value: &str) -> hdf5::Result<()> {

@@ -17,9 +17,11 @@ use crate::error::{Result, SimError};
 /// half-written file.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let tmp = tmp_path(path);
-    std::fs::write(&tmp, bytes)
-        .and_then(|_| std::fs::rename(&tmp, path))
-        .map_err(|e| SimError::Run(format!("cannot write {}: {e}", path.display())))
+    std::fs::write(&tmp, bytes).and_then(|_| std::fs::rename(&tmp, path)).map_err(|e| {
+        // (a partial file on a full disk would hold its space)
+        let _ = std::fs::remove_file(&tmp);
+        SimError::Run(format!("cannot write {}: {e}", path.display()))
+    })
 }
 
 /// `file.ext` -> `file.ext.tmp`

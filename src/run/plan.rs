@@ -122,7 +122,7 @@ fn restart_plan(restart: &str, opts: &RunOptions, given: Option<(Case, String)>)
             if written.solver != stored.solver {
                 return input(format!(
                     "case file {}: its solver section differs from the one stored in {}; on restart only \
-                     run controls (time, output, checkpoint, guard, threads, backend, cpu, gpu) may change",
+                     run controls (time, output, checkpoint, guard, threads, backend, cpu, gpu, parallel) may change",
                     opts.case.as_ref().unwrap().display(),
                     ck_path.display()
                 ));

@@ -475,6 +475,20 @@ fn check_of_a_restart_says_what_the_run_would_do() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// A case whose `parallel.ranks` asks for several ranks runs as one process where it is
+/// started as one, and says so (check and run).
+#[test]
+fn ranks_asked_of_a_one_process_run_are_named() {
+    let dir = scratch("one_process");
+    write(&dir, "p.yaml", "name: h\nsolver:\n  heat2d: {n: 17, r: 0.2}\ntime: {end_step: 5}\nparallel: {ranks: [2, 2]}\n");
+    let want = "parallel.ranks [2, 2] asks for 4 ranks; this run is one process (start it with mpirun -np 4)";
+    let o = ok(sim(&dir, &["check", "p.yaml"]));
+    assert!(String::from_utf8_lossy(&o.stdout).contains(want), "{}", String::from_utf8_lossy(&o.stdout));
+    let o = ok(sim(&dir, &["run", "p.yaml"]));
+    assert!(stderr(&o).contains(want), "{}", stderr(&o));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 #[test]
 fn check_info_and_bench_report() {
     let dir = scratch("check");

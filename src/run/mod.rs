@@ -108,9 +108,22 @@ pub fn check_on(opts: &RunOptions, ranks: Option<usize>) -> Result<String> {
         }
         _ => directory::holds_files(&plan.out_dir)?,
     };
-    let held = held.map(|why| format!("  note: sim run refuses it as it is: {why}\n"));
+    let notes: String = (held.map(|why| format!("note: sim run refuses it as it is: {why}")).into_iter())
+        .chain(one_process_note(&plan.case).filter(|_| ranks.is_none()))
+        .map(|n| format!("  {n}\n"))
+        .collect();
     let text = text + &backend + &tiling.map(|t| format!("  temporal blocking: {t}\n")).unwrap_or_default() + subnormals;
-    Ok(crate::error::compact_numbers(&text).into_owned() + &held.unwrap_or_default())
+    Ok(crate::error::compact_numbers(&text).into_owned() + &notes)
+}
+
+/// A case whose `parallel.ranks` asks for several ranks, run as one process (without
+/// `mpirun`, or `mpirun -np 1`): it runs, serially, and says so.
+fn one_process_note(case: &crate::case::Case) -> Option<String> {
+    let [px, py] = case.parallel.ranks?;
+    let n = px.saturating_mul(py);
+    (n > 1).then(|| {
+        format!("note: parallel.ranks [{px}, {py}] asks for {n} ranks; this run is one process (start it with mpirun -np {n})")
+    })
 }
 
 /// Whether checkpoint `ck` is in its run's directory `dir`, which holds no `summary.json`: where
@@ -182,6 +195,9 @@ pub fn run_on(opts: &RunOptions, procs: Option<&dyn Processes>) -> Result<serde_
     let case = &plan.case;
     let local = procs.map_or(0, |_| crate::parallel::local_rank());
     let (device, mut note) = agreed(procs, solvers::choose_device(opts.backend.unwrap_or(case.backend), case, local))?;
+    if procs.is_none() {
+        note = note.into_iter().chain(one_process_note(case)).reduce(|a, b| format!("{a}\n{b}"));
+    }
     let device = match device {
         Device::Cuda(gpu, o) => {
             let spec = case.solver.spec();

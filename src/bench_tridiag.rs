@@ -68,7 +68,9 @@ pub fn bench(o: &BenchOptions, device: &Device) -> Result<serde_json::Value> {
     if size < 3 || batch == 0 {
         return input(format!("--size {size} --batch {batch}: at least 3 unknowns and 1 system"));
     }
-    let elements = size.checked_mul(batch).ok_or_else(|| crate::SimError::Input("--size x --batch: too large".into()))?;
+    let elements = size.checked_mul(batch).ok_or_else(|| {
+        crate::SimError::Input(format!("--size {size} --batch {batch}: {size} x {batch} unknowns is more than this machine can address"))
+    })?;
     crate::solvers::check_memory(elements.saturating_mul(2 * o.precision.bytes()))?;
     match (o.precision, device) {
         (Precision::F32, Device::Cpu(_)) => figures::<f32>(o, solver, size, batch),

@@ -174,7 +174,7 @@ const MAX_LEVEL: u8 = 28;
 fn too_far(q: &QuadTree, surf: &[(f64, f64)]) -> SimError {
     let quadrant = |&(x, y): &(f64, f64)| (x >= 0.5, y >= 0.0);
     let gap = [(false, false), (true, false), (false, true), (true, true)]
-        .map(|q| closest_gap(surf.iter().copied().filter(|p| quadrant(p) == q).collect()))
+        .map(|side| closest_gap(surf.iter().copied().filter(|p| quadrant(p) == side).collect()))
         .into_iter()
         .fold(f64::INFINITY, f64::min);
     let safe = gap * (1u64 << MAX_LEVEL) as f64 / (2.0 * std::f64::consts::SQRT_2);

@@ -343,7 +343,7 @@ impl<'a> Driver<'a> {
                 return Err(SimError::Quiet(128 + signal));
             }
             // A stop that `--steps` set before the case's end: the command keeps it.
-            let case_end = super::schedule::Stop::of(self.setup.case, None, 0).end_step;
+            let case_end = Stop::of(self.setup.case, None, 0).end_step;
             let steps = match self.setup.stop.end_step {
                 Some(end) if Some(end) != case_end && end > s.step() => format!(" --steps {}", end - s.step()),
                 _ => String::new(),

@@ -98,13 +98,7 @@ pub fn check_on(opts: &RunOptions, ranks: Option<usize>) -> Result<String> {
     // What `sim run` without --overwrite would refuse.
     let held = match &plan.restart {
         Some(ck) if directory::holds(&plan.out_dir, ck.path())? => {
-            let run = directory::Continued {
-                name: &plan.case.name,
-                step,
-                result_files: solvers::entry(plan.case.solver.kind()).map_or(&[][..], |e| e.result_files),
-                overwrite: false,
-            };
-            directory::restart_refused(&plan.out_dir, &run)?
+            directory::restart_refused(&plan.out_dir, &continued(&plan.case, step, false))?
         }
         _ => directory::holds_files(&plan.out_dir)?,
     };
@@ -114,6 +108,12 @@ pub fn check_on(opts: &RunOptions, ranks: Option<usize>) -> Result<String> {
         .collect();
     let text = text + &backend + &tiling.map(|t| format!("  temporal blocking: {t}\n")).unwrap_or_default() + subnormals;
     Ok(crate::error::compact_numbers(&text).into_owned() + &notes)
+}
+
+/// The run of `case` continued from its checkpoint of `step`.
+fn continued(case: &crate::case::Case, step: u64, overwrite: bool) -> directory::Continued<'_> {
+    let result_files = solvers::entry(case.solver.kind()).map_or(&[][..], |e| e.result_files);
+    directory::Continued { name: &case.name, step, result_files, overwrite }
 }
 
 /// A case whose `parallel.ranks` asks for several ranks, run as one process (without
@@ -281,13 +281,7 @@ pub fn run_on(opts: &RunOptions, procs: Option<&dyn Processes>) -> Result<serde_
         let run_dir = match (&restart, procs.is_some_and(|p| p.rank() != 0)) {
             (_, true) => None,
             (Some(ck), false) if directory::holds(&plan.out_dir, ck)? => {
-                let run = directory::Continued {
-                    name: &case.name,
-                    step: solver.step(),
-                    result_files: solvers::entry(case.solver.kind()).map_or(&[][..], |e| e.result_files),
-                    overwrite: opts.overwrite,
-                };
-                Some(directory::RunDir::restart(&plan.out_dir, &run)?)
+                Some(directory::RunDir::restart(&plan.out_dir, &continued(case, solver.step(), opts.overwrite))?)
             }
             (_, false) => Some(directory::RunDir::fresh(&plan.out_dir, opts.overwrite)?),
         };

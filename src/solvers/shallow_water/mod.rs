@@ -415,6 +415,17 @@ impl<T: Real> ShallowWater<T> {
 
     /// Mass, energy and largest speed over the interior (under MPI the ranks' totals
     /// combined, equal to the serial ones to round-off).
+    /// The least water depth H + η of the domain (m); collective under MPI. (The minimum is
+    /// exact, so any order gives it.)
+    fn min_depth(&self) -> f64 {
+        let c = self.scheme.cells();
+        let held = (c.depth.par_iter().zip(c.eta.par_iter())).map(|(b, e)| b.f64() + e.f64()).reduce(|| f64::INFINITY, f64::min);
+        match &self.ranks {
+            Some(r) => -r.max(-held),
+            None => held,
+        }
+    }
+
     fn totals(&self) -> Totals {
         let c = self.scheme.cells();
         let p = self.held();
@@ -424,7 +435,7 @@ impl<T: Real> ShallowWater<T> {
         let rows: Vec<Totals> = (0..p.ny)
             .into_par_iter()
             .map(|j| {
-                let mut t = Totals { min_depth: f64::INFINITY, ..Totals::default() };
+                let mut t = Totals::default();
                 for k in j * nx..(j + 1) * nx {
                     let (eta, hu, hv) = (c.eta[k].f64(), c.hu[k].f64(), c.hv[k].f64());
                     let h = c.depth[k].f64() + eta;
@@ -432,19 +443,16 @@ impl<T: Real> ShallowWater<T> {
                     t.volume += eta.abs();
                     t.energy += 0.5 * g * eta * eta + 0.5 * (hu * hu + hv * hv) / h;
                     t.max_speed = t.max_speed.max(hu.hypot(hv) / h);
-                    t.min_depth = t.min_depth.min(h);
                 }
                 t
             })
             .collect();
         let area = self.grid.spacing[0] * self.grid.spacing[1];
-        let start = Totals { min_depth: f64::INFINITY, ..Totals::default() };
-        let mut total = rows.iter().fold(start, |a, r| Totals {
+        let mut total = rows.iter().fold(Totals::default(), |a, r| Totals {
             mass: a.mass + r.mass,
             volume: a.volume + r.volume,
             energy: a.energy + r.energy,
             max_speed: a.max_speed.max(r.max_speed),
-            min_depth: a.min_depth.min(r.min_depth),
         });
         if let Some(r) = &self.ranks {
             total = Totals {
@@ -452,7 +460,6 @@ impl<T: Real> ShallowWater<T> {
                 volume: r.sum(total.volume),
                 energy: r.sum(total.energy),
                 max_speed: r.max(total.max_speed),
-                min_depth: -r.max(-total.min_depth),
             };
         }
         total.mass *= area;
@@ -472,8 +479,6 @@ struct Totals {
     energy: f64,
     /// max |(hu, hv)| / h (m/s).
     max_speed: f64,
-    /// min h = H + η (m).
-    min_depth: f64,
 }
 
 impl<T: Real> Solver for ShallowWater<T> {
@@ -688,7 +693,7 @@ impl<T: Real> Solver for ShallowWater<T> {
     }
 
     fn invalid_state(&self) -> Option<String> {
-        let depth = self.totals().min_depth;
+        let depth = self.min_depth();
         (depth <= 0.0).then(|| {
             format!("the water depth H + eta fell to {depth:.3e} m: a dry cell, which these schemes do not model")
         })

@@ -78,6 +78,9 @@ fn bad_inputs_exit_2_naming_the_key_and_leave_files_alone() {
         // A land mask where the depths should be (HDF5 would read it as 1 m).
         let ds = f.new_dataset::<bool>().shape([ny, nx]).create("mask").unwrap();
         ds.write_raw(&vec![true; nx * ny]).unwrap();
+        // A virtual dataset whose source file is gone: HDF5 reads it as zeros, without an error.
+        let b = f.new_dataset::<f64>().shape([ny, nx]);
+        b.virtual_map("gone.h5", "H", [ny, nx], .., [ny, nx], ..).create("virtual").unwrap();
     }
     std::fs::create_dir_all(dir.join("adir.h5")).unwrap();
     let base = "nx: 20, ny: 16, dx: 200.0, bathymetry: {flat: 60.0}, initial: {bump: {position: corner}}";
@@ -100,7 +103,11 @@ fn bad_inputs_exit_2_naming_the_key_and_leave_files_alone() {
         ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {file: {path: filled.h5, dataset: masked}}, initial: rest", &["\"masked\"", "fill value 9.969209968386869e36", "row 1, column 10"]),
         ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {file: {path: filled.h5, dataset: packed}}, initial: rest", &["\"packed\"", "scale_factor", "one finite number"]),
         ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {file: {path: filled.h5, dataset: mask}}, initial: rest", &["\"mask\"", "bool values, not numbers"]),
-        ("scheme: cdklm16, courant: 0.4, nx: 20, ny: 16, dx: 200.0, bathymetry: {flat: 1.0e38}, initial: rest", &["solver.shallow_water", "no stable time step", "f32", "bathymetry"]),
+        ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {flat: 60.0}, initial: {file: {path: filled.h5, eta: virtual}}", &["initial.file", "\"virtual\"", "source file gone.h5 does not exist"]),
+        ("scheme: cdklm16, courant: 0.4, nx: 20, ny: 16, dx: 200.0, bathymetry: {flat: 1.0e38}, initial: rest", &["solver.shallow_water", "fluxes reach", "f32", "bathymetry"]),
+        // g H fits f32 here, and the stable step is finite; ½ g H² times the wave speed is not.
+        ("scheme: kp07, courant: 0.4, nx: 20, ny: 16, dx: 200.0, bathymetry: {flat: 1.0e14}, initial: rest", &["solver.shallow_water", "fluxes reach", "1.000e14 m", "precision: f64"]),
+        ("scheme: fbl, dt: 1.0e-9, nx: 20, ny: 16, dx: 200.0, bathymetry: {flat: 60.0}, initial: {bump: {amplitude: 1.0e14}}", &["solver.shallow_water", "fluxes reach", "check bathymetry and initial"]),
         ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {file: {path: in.h5, dataset: depth}}, initial: rest", &["in.h5", "\"depth\""]),
         ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {file: {path: in.h5, dataset: wrong}}, initial: rest", &["\"wrong\"", "19 x 20", "16 x 20"]),
         ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {file: {path: in.h5, dataset: nan}}, initial: rest", &["\"nan\"", "NaN", "row 2, column 5"]),
@@ -146,6 +153,19 @@ fn bad_inputs_exit_2_naming_the_key_and_leave_files_alone() {
     exit2(&sim(&dir, &["bench", "shallow_water", "--scheme", "maccormack", "--size", "8"]), &["maccormack", "cdklm16"]);
     exit2(&sim(&dir, &["bench", "heat2d", "--scheme", "fbl", "--size", "8"]), &["--scheme", "heat2d"]);
     exit2(&sim(&dir, &["run", "c.yaml", "--backend", "cuda"]), &["shallow_water"]);
+    // A file another program has open for writing, which HDF5 locks (flock(1) takes the lock
+    // and runs sim under it, with HDF5's locking, which .cargo/config.toml turns off for
+    // tests): named as such.
+    let lock = "scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {file: {path: in.h5}}, initial: rest";
+    write(&dir, "lock.yaml", &case("s", lock, "f32", "{end_step: 4}"));
+    let locked = std::process::Command::new("flock")
+        .current_dir(&dir)
+        .env_remove("HDF5_USE_FILE_LOCKING")
+        .args(["--exclusive", "in.h5", env!("CARGO_BIN_EXE_sim"), "check", "lock.yaml"])
+        .output()
+        .unwrap();
+    exit2(&locked, &["in.h5", "locked by a program"]);
+    ok(sim(&dir, &["check", "lock.yaml"]));
     std::fs::remove_dir_all(dir).unwrap();
 }
 

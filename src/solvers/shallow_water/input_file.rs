@@ -18,11 +18,23 @@ pub fn read(key: &str, path: &Path, name: &str, shapes: &[[usize; 2]]) -> Result
     if !path.is_file() {
         return input(format!("{key}: {file}: not a regular file"));
     }
-    let h5 = hdf5::File::open(path)
-        .map_err(|e| crate::error::SimError::Input(format!("{key}: {file}: not a readable HDF5/NetCDF-4 file ({e})")))?;
-    let ds = h5
-        .dataset(name)
-        .map_err(|_| crate::error::SimError::Input(format!("{key}: {file} has no dataset {name:?}")))?;
+    let h5 = hdf5::File::open(path).map_err(|e| {
+        // HDF5 locks a file it writes; a reader then fails the same way as on a file that is
+        // not HDF5.
+        let what = if e.to_string().contains("unable to lock file") {
+            "locked by a program that has it open for writing; run again when it has closed the file"
+        } else {
+            "not a readable HDF5/NetCDF-4 file"
+        };
+        SimError::Input(format!("{key}: {file}: {what} ({e})"))
+    })?;
+    let ds = h5.dataset(name).map_err(|_| SimError::Input(format!("{key}: {file} has no dataset {name:?}")))?;
+    missing_sources(&ds, path).map_err(|src| {
+        SimError::Input(format!(
+            "{key}: dataset {name:?} of {file} is a virtual dataset whose source file {src} does not exist (HDF5 would \
+             read its part as zeros)"
+        ))
+    })?;
     let shape = ds.shape();
     let wanted = shapes.iter().map(|[c, r]| format!("{r} x {c}")).collect::<Vec<_>>().join(" or ");
     let [rows, cols] = shape[..] else {
@@ -41,7 +53,7 @@ pub fn read(key: &str, path: &Path, name: &str, shapes: &[[usize; 2]]) -> Result
     }
     let values: Vec<f64> = ds
         .read_raw::<f64>()
-        .map_err(|e| crate::error::SimError::Input(format!("{key}: cannot read dataset {name:?} of {file} as numbers ({e})")))?;
+        .map_err(|e| SimError::Input(format!("{key}: cannot read dataset {name:?} of {file} as numbers ({e})")))?;
     // NetCDF marks missing data (land, gaps) with the variable's fill value, and `missing_value`
     // may list several; NetCDF-4 stores either as a one-element array or a scalar. Without the
     // attributes, NetCDF-4 still fills what was never written (masked cells too) with the
@@ -99,6 +111,44 @@ pub fn read(key: &str, path: &Path, name: &str, shapes: &[[usize; 2]]) -> Result
         ));
     }
     Ok((values, [cols, rows]))
+}
+
+/// The first source file of a virtual dataset that does not exist. HDF5 looks for a relative
+/// name beside the virtual dataset's file, then in the working directory; "." is that file.
+fn missing_sources(ds: &hdf5::Dataset, path: &Path) -> std::result::Result<(), String> {
+    if ds.layout() != hdf5::plist::dataset_create::Layout::Virtual {
+        return Ok(());
+    }
+    let beside = path.parent().unwrap_or(Path::new("."));
+    let gone = virtual_sources(ds).into_iter().find(|src| {
+        let src = Path::new(src);
+        src != Path::new(".") && !beside.join(src).is_file() && !src.is_file()
+    });
+    gone.map_or(Ok(()), Err)
+}
+
+/// The source file names of a virtual dataset. (The crate's `virtual_map` fails on the
+/// selections h5py writes, so this asks the C library for the names alone.)
+fn virtual_sources(ds: &hdf5::Dataset) -> Vec<String> {
+    use hdf5_sys::h5p::{H5Pget_virtual_count, H5Pget_virtual_filename};
+    let Ok(dcpl) = ds.dcpl() else { return Vec::new() };
+    let id = dcpl.id();
+    // SAFETY: `id` is a live dataset creation property list; each name is read into a buffer
+    // one longer than the length the first call reports (the terminating NUL).
+    hdf5::sync::sync(|| unsafe {
+        let mut count = 0;
+        if H5Pget_virtual_count(id, &mut count) < 0 {
+            return Vec::new();
+        }
+        let name = |i| {
+            let len = usize::try_from(H5Pget_virtual_filename(id, i, std::ptr::null_mut(), 0)).ok()?;
+            let mut buf = vec![0u8; len + 1];
+            (H5Pget_virtual_filename(id, i, buf.as_mut_ptr().cast(), buf.len()) >= 0).then_some(())?;
+            buf.truncate(len);
+            String::from_utf8(buf).ok()
+        };
+        (0..count).filter_map(name).collect()
+    })
 }
 
 /// The names under which a checkpoint's /fields hold the arrays a case read from its files

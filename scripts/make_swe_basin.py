@@ -28,6 +28,8 @@ def main():
     default = os.path.join(os.path.dirname(__file__), "..", "meshes", "swe_basin.h5")
     ap.add_argument("out", nargs="?", default=default, help="the HDF5 file to write (default: meshes/swe_basin.h5)")
     out = ap.parse_args().out
+    if os.path.isdir(out):
+        sys.exit(f"make_swe_basin.py: {out} is a directory: give the HDF5 file to write, e.g. {os.path.join(out, 'swe_basin.h5')}")
     if not os.path.isdir(os.path.dirname(os.path.abspath(out))):
         sys.exit(f"make_swe_basin.py: the folder of {out} does not exist")
     x = (np.arange(NX) + 0.5) * DX
@@ -37,10 +39,13 @@ def main():
     seamount = 250.0 * np.exp(-(((X - 130e3) / 12e3) ** 2 + ((Y - 70e3) / 12e3) ** 2))
     depth = shelf - seamount
     eta = 0.5 * np.exp(-(((X - 100e3) / 10e3) ** 2 + ((Y - 64e3) / 10e3) ** 2))
-    with h5py.File(out, "w") as f:
-        f.create_dataset("depth", data=depth)
-        f.create_dataset("eta", data=eta)
-        f.attrs["description"] = "sim example basin: shelf with a seamount, 2 km cells, depth positive down"
+    try:
+        with h5py.File(out, "w") as f:
+            f.create_dataset("depth", data=depth)
+            f.create_dataset("eta", data=eta)
+            f.attrs["description"] = "sim example basin: shelf with a seamount, 2 km cells, depth positive down"
+    except OSError as e:
+        sys.exit(f"make_swe_basin.py: cannot write {out}: {e}")
     print(f"wrote {out}: depth {depth.min():.1f}..{depth.max():.1f} m, eta max {eta.max():.2f} m")
 
 

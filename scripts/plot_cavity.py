@@ -52,7 +52,10 @@ def reynolds(checkpoint):
     with h5py.File(checkpoint, "r") as f:
         text = f.attrs["case_yaml"]
     text = text.decode() if isinstance(text, bytes) else str(text)
-    m = re.search(r"^\s*re:\s*([-+0-9.eE]+)", text, re.M)
+    # Comments dropped; the key `re` after a line start, `{` or `,`, so that the flow style
+    # (`solver: {cavity: {n: 33, re: 1000}}`) reads as the block style does.
+    text = re.sub(r"#.*", "", text)
+    m = re.search(r"(?:^|[{,\s])re\s*:\s*([-+0-9.eE]+)", text, re.M)
     return float(m.group(1)) if m else None
 
 

@@ -19,16 +19,35 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 
-def read_csv(path):
+def read_csv(path, need):
     """Columns of a CSV file as float arrays; an empty cell (a value that does not exist yet,
-    such as the residue at step 0, or the time of a pseudo-time run) is NaN."""
+    such as the residue at step 0, or the time of a pseudo-time run) is NaN. `need`: the
+    columns a q-LSKUM run writes (other solvers' history.csv lacks them)."""
+    hint = "give the output directory of a q-LSKUM run"
     if not os.path.isfile(path):
-        sys.exit(f"plot_lskum.py: no {path}: give the output directory of a q-LSKUM run")
+        sys.exit(f"plot_lskum.py: no {path}: {hint}")
     with open(path, newline="") as f:
         rows = list(csv.DictReader(f))
     if not rows:
         sys.exit(f"plot_lskum.py: {path} holds no rows")
-    return {k: np.array([float(r[k]) if r[k] else np.nan for r in rows]) for k in rows[0]}
+    missing = [k for k in need if k not in rows[0]]
+    if missing:
+        sys.exit(f"plot_lskum.py: {path} has no column {', '.join(missing)}: {hint}")
+    try:
+        return {k: np.array([float(r[k]) if r[k] else np.nan for r in rows]) for k in need}
+    except (TypeError, ValueError) as e:
+        sys.exit(f"plot_lskum.py: {path}: {e}")
+
+
+def read_reference(path):
+    """The reference residue history: two columns, iteration and residue."""
+    try:
+        ref = np.loadtxt(path, comments="#", ndmin=2)
+    except (OSError, ValueError) as e:
+        sys.exit(f"plot_lskum.py: --reference {path}: {e}")
+    if ref.shape[0] == 0 or ref.shape[1] < 2:
+        sys.exit(f"plot_lskum.py: --reference {path}: give lines 'iteration residue'")
+    return ref
 
 
 def main():
@@ -37,11 +56,12 @@ def main():
     ap.add_argument("--reference", help="reference residue history: lines 'iteration residue'")
     a = ap.parse_args()
 
-    h = read_csv(os.path.join(a.out_dir, "history.csv"))
+    h = read_csv(os.path.join(a.out_dir, "history.csv"), ("step", "residue", "cl", "cd", "cm"))
+    cp = read_csv(os.path.join(a.out_dir, "wall_cp.csv"), ("x", "y", "minus_cp"))
+    ref = read_reference(a.reference) if a.reference else None
     fig, ax = plt.subplots(1, 2, figsize=(11, 4))
     ax[0].plot(h["step"], h["residue"], label="sim")
-    if a.reference:
-        ref = np.loadtxt(a.reference, comments="#")
+    if ref is not None:
         ax[0].plot(ref[:, 0], ref[:, 1], "--", label="reference")
     ax[0].set_xlabel("iteration")
     ax[0].set_ylabel("residue log10(res / res_2)")
@@ -56,7 +76,6 @@ def main():
     fig.tight_layout()
     fig.savefig(os.path.join(a.out_dir, "residue.png"), dpi=120)
 
-    cp = read_csv(os.path.join(a.out_dir, "wall_cp.csv"))
     fig, ax = plt.subplots(figsize=(6, 4.5))
     upper = cp["y"] >= 0
     ax.plot(cp["x"][upper], cp["minus_cp"][upper], "o-", ms=3, label="upper surface")

@@ -6,8 +6,9 @@ Writes PNG files into the run directory (or --out):
 - ``swe_eta.png``: maps of the surface elevation eta at up to six output times of the run's
   .pvd series (cell data of the .vti files), with a shared colour scale;
 - with ``--hovmoller``: ``swe_hovmoller.png``, eta along the southern row of cells (the
-  coast of the Kelvin-wave case) against x and time, with the line x = x0 + sqrt(g H) t of
-  the expected phase speed when ``--speed`` is given (m/s).
+  coast of the Kelvin-wave case) against x and time, with the line x = x0 + sqrt(g H) (t - t0)
+  of the expected phase speed from the crest x0 of the first frame (time t0) when ``--speed``
+  is given (m/s).
 
 Requirements: ``pip install vtk numpy matplotlib``.
 
@@ -35,16 +36,28 @@ def series(run):
     pvds = [f for f in os.listdir(run) if f.endswith(".pvd")]
     if not pvds:
         sys.exit(f"plot_swe.py: no .pvd file in {run}")
-    root = ET.parse(os.path.join(run, pvds[0])).getroot()
-    return [(float(d.get("timestep")), os.path.join(run, d.get("file"))) for d in root.iter("DataSet")]
+    pvd = os.path.join(run, sorted(pvds)[0])
+    try:
+        root = ET.parse(pvd).getroot()
+    except (OSError, ET.ParseError) as e:
+        sys.exit(f"plot_swe.py: cannot read {pvd}: {e}")
+    frames = [(float(d.get("timestep")), os.path.join(run, d.get("file"))) for d in root.iter("DataSet")]
+    if not frames:
+        sys.exit(f"plot_swe.py: {pvd} lists no files")
+    return frames
 
 
 def read_eta(path):
     """eta as a (ny, nx) array of the cells, and (dx, dy)."""
+    # Checked first: the reader only prints its error and returns an empty grid.
+    if not os.path.isfile(path):
+        sys.exit(f"plot_swe.py: cannot read {path}: no such file (listed in the run's .pvd)")
     r = vtkXMLImageDataReader()
     r.SetFileName(path)
     r.Update()
     img = r.GetOutput()
+    if img is None or img.GetNumberOfPoints() == 0:
+        sys.exit(f"plot_swe.py: cannot read {path}")
     nx, ny, _ = (d - 1 for d in img.GetDimensions())
     a = img.GetCellData().GetArray("eta")
     if a is None:
@@ -86,10 +99,11 @@ def hovmoller(frames, out, speed):
     vmax = np.abs(data).max() or 1.0
     m = ax.pcolormesh(x, np.array(times) / 3600.0, data, cmap="RdBu_r", vmin=-vmax, vmax=vmax, shading="nearest")
     if speed:
-        # The crest at t = 0, carried east at `speed` and wrapped around the periodic channel.
+        # The crest of the first frame (times[0], not 0 for a restarted run), carried east at
+        # `speed` and wrapped around the periodic channel.
         x0 = x[np.argmax(data[0])]
         t = np.linspace(times[0], times[-1], 400)
-        xs = (x0 + speed * t / 1e3) % (nx * dx / 1e3)
+        xs = (x0 + speed * (t - times[0]) / 1e3) % (nx * dx / 1e3)
         xs[np.abs(np.diff(xs, prepend=xs[0])) > 0.5 * nx * dx / 1e3] = np.nan
         ax.plot(xs, t / 3600.0, "k--", lw=1, label=f"{speed:g} m/s")
         ax.legend(loc="upper left")

@@ -25,13 +25,19 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 EPS_F32 = 2.0**-23
+COLUMNS = ("dominance", "tdma_random", "spike_random", "tdma_worst", "spike_worst", "estimate")
 
 
 def run_curve(path):
     env = dict(os.environ, SIM_TRIDIAG_CSV=path)
     cmd = ["cargo", "test", "--release", "--test", "tridiag", "accuracy_curve", "--", "--ignored"]
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-    if subprocess.run(cmd, cwd=root, env=env).returncode != 0:
+    try:
+        rc = subprocess.run(cmd, cwd=root, env=env).returncode
+    except FileNotFoundError:
+        sys.exit("plot_tridiag_accuracy.py: cargo is not on PATH: run where the Rust toolchain is, "
+                 "or give --csv with a curve the accuracy_curve test wrote")
+    if rc != 0:
         sys.exit("plot_tridiag_accuracy.py: the accuracy_curve test failed")
 
 
@@ -40,6 +46,9 @@ def main():
     ap.add_argument("--csv", help="curve written by the accuracy_curve test (default: run it)")
     ap.add_argument("--out", default="tridiag_accuracy.png")
     a = ap.parse_args()
+    # Checked before the test runs (minutes) rather than when the PNG is saved.
+    if not os.path.isdir(os.path.dirname(os.path.abspath(a.out))):
+        sys.exit(f"plot_tridiag_accuracy.py: the folder of --out {a.out} does not exist")
     path = a.csv
     if path is None:
         path = os.path.join(tempfile.mkdtemp(), "curve.csv")
@@ -47,10 +56,11 @@ def main():
     try:
         with open(path) as f:
             rows = list(csv.DictReader(f))
-        col = {k: [float(r[k]) for r in rows] for k in rows[0]}
-        if "dominance" not in col:
-            raise KeyError("dominance")
-    except (OSError, ValueError, IndexError, KeyError) as e:
+        missing = [k for k in COLUMNS if k not in rows[0]]
+        if missing:
+            raise KeyError(", ".join(missing))
+        col = {k: [float(r[k]) for r in rows] for k in COLUMNS}
+    except (OSError, ValueError, TypeError, IndexError, KeyError) as e:
         sys.exit(f"plot_tridiag_accuracy.py: {path}: not a curve of the accuracy_curve test ({e!r})")
     d = col["dominance"]
     fig, ax = plt.subplots(figsize=(7, 4.5), layout="constrained")

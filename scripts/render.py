@@ -6,8 +6,9 @@
 
 It reads the run's .pvd, takes its last file (.vti grid or .vtu point cloud) and draws the
 file's main field (its active scalars, or --field) with a colour bar, arrows of the
-velocity where the file has a vector field, and for point clouds the region around the
-bodies (wall points, point_type 0). 1D grids are drawn as the graph of the field. The
+velocity where the file has a vector field (at the points, or at the cell centres for cell
+data, as shallow water writes it), and for point clouds the region around the bodies (wall
+points, point_type 0). 1D grids are drawn as the graph of the field. The
 script uses only VTK classes, so ParaView's interpreters and VTK's Python package run it
 alike. Without a display, Debian's ParaView needs a virtual X server:
 
@@ -29,6 +30,10 @@ from vtkmodules.vtkCommonCore import vtkDoubleArray, vtkPoints
 from vtkmodules.vtkCommonDataModel import vtkCellArray, vtkImageData, vtkPolyData, vtkPolyLine
 from vtkmodules.vtkCommonExecutionModel import vtkTrivialProducer
 from vtkmodules.vtkFiltersCore import vtkGlyph3D
+try:
+    from vtkmodules.vtkFiltersCore import vtkCellCenters
+except ImportError:  # older VTK (older ParaView builds) has it in FiltersGeneral
+    from vtkmodules.vtkFiltersGeneral import vtkCellCenters
 from vtkmodules.vtkFiltersGeometry import vtkDataSetSurfaceFilter
 from vtkmodules.vtkFiltersSources import vtkArrowSource
 from vtkmodules.vtkIOImage import vtkPNGWriter
@@ -65,7 +70,10 @@ def last_file(run):
         if not found:
             fail(f"no .pvd in {run}")
         pvd = os.path.join(run, found[0])
-    entries = [d for d in ET.parse(pvd).getroot().iter("DataSet")]
+    try:
+        entries = [d for d in ET.parse(pvd).getroot().iter("DataSet")]
+    except (OSError, ET.ParseError) as e:
+        fail(f"cannot read {pvd}: {e}")
     if not entries:
         fail(f"{pvd} lists no files")
     last = max(entries, key=lambda d: float(d.get("timestep")))
@@ -143,18 +151,29 @@ def view_box(data):
     return box
 
 
-def arrows(data, box, vectors):
-    """Arrow glyphs of `vectors` on about 25 x 25 points of the view."""
-    pts = vtk_to_numpy(data.GetPoints().GetData()) if not isinstance(data, vtkImageData) else None
+def arrows(data, box, vectors, at_cells=False):
+    """Arrow glyphs of `vectors` on about 25 x 25 places of the view: points, or with
+    `at_cells` cell centres (shallow water stores its velocity as cell data)."""
     vec = vtk_to_numpy(vectors)
     if isinstance(data, vtkImageData):
         nx, ny, _ = data.GetDimensions()
-        sx, sy = max(1, nx // 25), max(1, ny // 25)
         ox, oy, _ = data.GetOrigin()
         dx, dy, _ = data.GetSpacing()
+        half = 0.0
+        if at_cells:
+            # Cell (i, j) lies between points i, i + 1 and j, j + 1.
+            nx, ny, half = max(1, nx - 1), max(1, ny - 1), 0.5
+        sx, sy = max(1, nx // 25), max(1, ny // 25)
         index = [j * nx + i for j in range(sy // 2, ny, sy) for i in range(sx // 2, nx, sx)]
-        xy = [(ox + (k % nx) * dx, oy + (k // nx) * dy) for k in index]
+        xy = [(ox + (k % nx + half) * dx, oy + (k // nx + half) * dy) for k in index]
     else:
+        if at_cells:
+            centres = vtkCellCenters()
+            centres.SetInputData(data)
+            centres.Update()
+            pts = vtk_to_numpy(centres.GetOutput().GetPoints().GetData())
+        else:
+            pts = vtk_to_numpy(data.GetPoints().GetData())
         cell = max(box[1] - box[0], box[3] - box[2]) / 25.0
         taken = {}
         for k, (x, y, _) in enumerate(pts):
@@ -246,9 +265,11 @@ def main():
     ren = vtkRenderer()
     ren.SetBackground(*BACKGROUND)
     ren.AddActor(actor)
-    vectors = data.GetPointData().GetVectors()
+    vectors, at_cells = data.GetPointData().GetVectors(), False
+    if vectors is None:
+        vectors, at_cells = data.GetCellData().GetVectors(), True
     if vectors is not None and not one_d:
-        glyphs = arrows(data, box, vectors)
+        glyphs = arrows(data, box, vectors, at_cells)
         if glyphs is not None:
             ren.AddActor(glyphs)
     bar = vtkScalarBarActor()

@@ -53,6 +53,17 @@ pub fn names() -> Vec<&'static str> {
     ["copy", "tridiag"].into_iter().chain(SOLVERS.iter().map(|e| e.name)).collect()
 }
 
+/// Refuse a benchmark whose arrays need more memory than the machine has available, naming
+/// the `flags` that size it.
+pub fn check_memory(bytes: usize, flags: &str) -> Result<()> {
+    match crate::solvers::memory_short(bytes) {
+        Some((need, free)) => input(format!(
+            "{flags}: the benchmark needs about {need:.2} GiB of memory and this machine has {free:.2} GiB available"
+        )),
+        None => Ok(()),
+    }
+}
+
 /// Run a benchmark and return its figures as JSON.
 pub fn bench(o: &BenchOptions) -> Result<serde_json::Value> {
     let tridiag = o.name == "tridiag";
@@ -90,14 +101,22 @@ pub fn bench(o: &BenchOptions) -> Result<serde_json::Value> {
         return input(format!("--rounds: {} times a single round (rounds belong to a solver's benchmark)", o.name));
     }
     crate::validate::timed_seconds(o.seconds)?;
-    o.gpu.validate()?;
+    // Named as the flag that set it, not the case key.
+    o.gpu.validate().map_err(|e| match e {
+        SimError::Input(m) => SimError::Input(m.replacen("gpu.block:", "--block:", 1)),
+        e => e,
+    })?;
     o.cpu.validate_as("--temporal-block")?;
     let device = match o.backend {
         Backend::Cuda => {
             let gpu = Gpu::open("--backend cuda", "use --backend cpu or auto")?;
             let name = entry.map_or(o.name.as_str(), |e| e.name);
             let scheme = o.scheme.as_deref().or(entry.and_then(|e| e.schemes.first().copied()));
-            let (opts, tuned) = crate::tune::resolve(&gpu, &o.gpu, name, scheme, o.precision)?;
+            // COPY and the tridiagonal kernels take no tuned shape (nor need a readable map).
+            let (opts, tuned) = match entry {
+                Some(_) => crate::tune::resolve(&gpu, &o.gpu, name, scheme, o.precision)?,
+                None => (o.gpu.clone(), None),
+            };
             tuned.into_iter().for_each(|note| crate::say!("{note}"));
             Device::Cuda(gpu, opts)
         }
@@ -113,6 +132,7 @@ pub fn bench(o: &BenchOptions) -> Result<serde_json::Value> {
             // A case key that --size set is named with it.
             Some(e) => Some((e.bench)(size, o, &device).map_err(|e| match e {
                 SimError::Input(m) if m.starts_with("solver.") => SimError::Input(format!("--size {size} sets {m}")),
+                SimError::Input(m) if m.starts_with("the run needs") => SimError::Input(format!("--size {size}: {m}")),
                 e => e,
             })?),
             None => None,
@@ -133,7 +153,7 @@ pub fn bench(o: &BenchOptions) -> Result<serde_json::Value> {
         // arrays of an FBL step do not).
         let traffic = solver.as_ref().map_or(0.0, |s| s.bytes_per_step());
         let copy_elements = elements.max((traffic / (2 * o.precision.bytes()) as f64).ceil() as usize).div_ceil(row) * row;
-        crate::solvers::check_memory(copy_elements.saturating_mul(2 * o.precision.bytes()))?;
+        check_memory(copy_elements.saturating_mul(2 * o.precision.bytes()), &format!("--size {size}"))?;
         // COPY runs before and after the solver, half its time each (see `copy_figures`).
         let copy_seconds = if solver.is_some() { o.seconds / 2.0 } else { o.seconds };
         let measure_copy = || match o.precision {
@@ -241,27 +261,27 @@ fn summarise_rounds(v: &mut serde_json::Value, rounds: Vec<serde_json::Value>) {
         return;
     }
     let mut spread = serde_json::json!({});
-    for (part, key, ..) in SPREAD {
+    for (part, key, name, ..) in SPREAD {
         let mut x: Vec<f64> = rounds.iter().filter_map(|r| r[part][key].as_f64()).collect();
         if x.len() == rounds.len() {
             x.sort_by(f64::total_cmp);
-            spread[key] = serde_json::json!({ "min": x[0], "median": x[(x.len() - 1) / 2], "max": x[x.len() - 1] });
+            spread[name] = serde_json::json!({ "min": x[0], "median": x[(x.len() - 1) / 2], "max": x[x.len() - 1] });
         }
     }
     v["spread"] = spread;
     v["rounds"] = rounds.into();
 }
 
-/// The figures `spread` gives: (part of a round, key, label in the text, whether a share),
-/// the keys distinct.
-const SPREAD: [(&str, &str, &str, bool); 7] = [
-    ("kernel", "mcells_per_s", "Mcells/s", false),
-    ("kernel", "bw_eff_GBps", "BW_e (GB/s)", false),
-    ("copy", "bw_GBps", "COPY (GB/s)", false),
-    ("kernel", "fraction_of_copy", "of COPY", true),
-    ("peak", "gflops", "PEAK (Gflop/s)", false),
-    ("kernel", "fraction_of_peak", "of PEAK", true),
-    ("kernel", "fraction_of_bound", "of the bound", true),
+/// The figures `spread` gives: (part of a round, key there, key in `spread`, label in the
+/// text, whether a share).
+const SPREAD: [(&str, &str, &str, &str, bool); 7] = [
+    ("kernel", "mcells_per_s", "mcells_per_s", "Mcells/s", false),
+    ("kernel", "bw_eff_GBps", "bw_eff_GBps", "BW_e (GB/s)", false),
+    ("copy", "bw_GBps", "bw_GBps", "COPY (GB/s)", false),
+    ("kernel", "fraction_of_copy", "fraction_of_copy", "of COPY", true),
+    ("peak", "gflops", "peak_gflops", "PEAK (Gflop/s)", false),
+    ("kernel", "fraction_of_peak", "fraction_of_peak", "of PEAK", true),
+    ("kernel", "fraction_of_bound", "fraction_of_bound", "of the bound", true),
 ];
 
 /// The solver's figures `k` set against what the same run measured: COPY's bandwidth (GB/s)
@@ -605,8 +625,8 @@ pub fn text(v: &serde_json::Value) -> String {
     }
     if let Some(rounds) = v["rounds"].as_array() {
         s += &format!("  rounds:  {}, the figures above from the median one by the ratio to COPY; min / median / max:\n", rounds.len());
-        for (_, key, label, share) in SPREAD {
-            let x = &v["spread"][key];
+        for (_, _, name, label, share) in SPREAD {
+            let x = &v["spread"][name];
             if x.is_null() {
                 continue;
             }

@@ -65,13 +65,19 @@ pub fn bench(o: &BenchOptions, device: &Device) -> Result<serde_json::Value> {
             return input(format!("--cpu-share {f}: give shares from 0 to 1"));
         }
     }
+    // The flags as given (the batch defaults to --size systems).
+    let flags = match o.batch {
+        Some(_) => format!("--size {size} --batch {batch}"),
+        None if solver == "thomas" => format!("--size {size} (and as many systems, the default --batch)"),
+        None => format!("--size {size}"),
+    };
     if size < 3 || batch == 0 {
-        return input(format!("--size {size} --batch {batch}: at least 3 unknowns and 1 system"));
+        return input(format!("{flags}: at least 3 unknowns and 1 system"));
     }
     let elements = size.checked_mul(batch).ok_or_else(|| {
-        crate::SimError::Input(format!("--size {size} --batch {batch}: {size} x {batch} unknowns is more than this machine can address"))
+        crate::SimError::Input(format!("{flags}: {size} x {batch} unknowns is more than this machine can address"))
     })?;
-    crate::solvers::check_memory(elements.saturating_mul(2 * o.precision.bytes()))?;
+    crate::bench::check_memory(elements.saturating_mul(2 * o.precision.bytes()), &flags)?;
     match (o.precision, device) {
         (Precision::F32, Device::Cpu(_)) => figures::<f32>(o, solver, size, batch),
         (Precision::F64, Device::Cpu(_)) => figures::<f64>(o, solver, size, batch),

@@ -335,6 +335,14 @@ fn main() -> ExitCode {
                 _ if temporal_block.is_some() && matches!(name.as_str(), "lskum" | "tridiag" | "copy") => {
                     Some(format!("--temporal-block: {name} has no temporally blocked kernels (heat, cavity and shallow water have)"))
                 }
+                // Options that the benchmark's kernels would not use.
+                _ if flux.is_some() && name != "lskum" => Some("--flux belongs to sim bench lskum".into()),
+                _ if name == "copy" && (variant.is_some() || block.is_some()) => {
+                    Some("--variant and --block: sim bench copy runs one kernel in blocks of 512 threads".into())
+                }
+                _ if name == "tridiag" && variant.is_some() => {
+                    Some("--variant: sim bench tridiag has one variant per layout (its JSON names each)".into())
+                }
                 _ => None,
             };
             match (other_back_end, block.as_deref()) {

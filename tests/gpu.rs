@@ -313,6 +313,11 @@ fn bench_tridiag_solves_on_the_device_as_on_the_cpu() {
     }
     exit2(&sim_cuda(&dir, &["bench", "tridiag", "--backend", "cuda", "--size", "37", "--cpu-share", "1.5"]), &["--cpu-share 1.5"]);
     exit2(&sim_cuda(&dir, &["bench", "tridiag", "--backend", "cuda", "--size", "37", "--block", "64,2"]), &["one-dimensional"]);
+    // Options the benchmark's kernels would not use, and a block named as the flag.
+    exit2(&sim_cuda(&dir, &["bench", "tridiag", "--backend", "cuda", "--size", "37", "--variant", "shared"]), &["--variant: sim bench tridiag"]);
+    exit2(&sim_cuda(&dir, &["bench", "heat2d", "--backend", "cuda", "--size", "64", "--flux", "split"]), &["--flux belongs to sim bench lskum"]);
+    exit2(&sim_cuda(&dir, &["bench", "copy", "--backend", "cuda", "--size", "64", "--block", "32,4"]), &["sim bench copy runs one kernel"]);
+    exit2(&sim_cuda(&dir, &["bench", "heat2d", "--backend", "cuda", "--size", "64", "--block", "0,1"]), &["--block: [0, 1] must have"]);
     std::fs::remove_dir_all(dir).unwrap();
 }
 

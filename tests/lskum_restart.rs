@@ -308,8 +308,8 @@ fn rdp_counts_only_the_iterations_of_this_process() {
 }
 
 /// A case's cloud path is taken from the case file's folder, and a checkpoint holds the cloud:
-/// the run starts from another working directory, and continues from a third one after the
-/// cloud file is gone, reaching the state of an uninterrupted run bit for bit.
+/// the run starts from another working directory, and is checked and continued from a third
+/// one after the cloud file is gone, reaching the state of an uninterrupted run bit for bit.
 #[test]
 fn restart_needs_neither_the_cloud_file_nor_the_working_directory() {
     let d = tmp("elsewhere");
@@ -329,6 +329,8 @@ fn restart_needs_neither_the_cloud_file_nor_the_working_directory() {
     std::fs::remove_file(case_dir.join("cloud.txt")).unwrap();
     let other = d.join("other");
     std::fs::create_dir_all(&other).unwrap();
+    // `sim check` sees the same: the cloud the checkpoint holds, not the file.
+    sim(&other, &["check", "--restart", d.join("run").to_str().unwrap()]);
     sim(&other, &["run", "--restart", d.join("run").to_str().unwrap(), "--quiet"]);
     // With the case file given again (its cloud gone too): only run controls count.
     sim(&other, &["run", "--restart", d.join("run/checkpoint_00000002.h5").to_str().unwrap(), "../case/moved.yaml", "--quiet", "--out", "../again"]);

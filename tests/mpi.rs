@@ -248,6 +248,8 @@ fn check_reports_the_process_grid_and_bench_refuses() {
     let whole = mib(&serial, "memory: ");
     assert!(out.contains("on each of 4 ranks") && mib(&out, "whole case's ") == whole, "{out}\n{serial}");
     assert!((mib(&out, "memory: ") - whole / 4.0).abs() <= 0.051, "{out}\n{serial}");
+    // The serial run blocks its steps in time; a decomposed one steps one at a time.
+    assert!(serial.contains("temporal blocking:") && !out.contains("temporal blocking"), "{out}\n{serial}");
     let o = mpirun(&dir, 2, &["bench", "heat2d", "--size", "64", "--seconds", "0.01"]);
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");

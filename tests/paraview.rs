@@ -357,7 +357,7 @@ fn render_script_draws_the_last_step_of_each_solver() {
         ("h2", "T", None, "h2_00000010.vti"),
         ("c", "p", Some("velocity"), "c_00000200.vti"),
         ("l", "Mach", Some("velocity"), "l_00000020.vtu"),
-        ("s", "eta", None, "s_00000010.vti"),
+        ("s", "eta", Some("velocity"), "s_00000010.vti"),
     ] {
         ok(sim(&dir, &["run", &format!("{run}.yaml"), "--quiet"]));
         let png = dir.join(format!("{run}.png"));

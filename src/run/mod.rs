@@ -43,16 +43,26 @@ pub fn check_on(opts: &RunOptions, ranks: Option<usize>) -> Result<String> {
         (Device::Cuda(gpu, _), None) => format!("backend cuda: CUDA device {}", gpu.name),
         (Device::Cpu(_), None) => "backend cpu".into(),
     };
+    // The input data a checkpoint holds for its solver (a restart needs neither the files nor
+    // that they are unchanged).
+    let stored = match &plan.restart {
+        Some(ck) => Some((ck.path(), ck.read_named(spec.restart_inputs())?)),
+        None => None,
+    };
     // Reads (and checks) the solver's input, e.g. a point cloud, before its size is estimated.
-    let describe = spec.describe(plan.precision)?;
+    let describe = match &stored {
+        Some((path, arrays)) => spec.describe_restart(plan.precision, path, arrays)?,
+        None => spec.describe(plan.precision)?,
+    };
     let ranks = ranks.filter(|&n| n > 1);
     let grid = ranks.map(|n| solvers::decomposition(&plan.case, &device, n)).transpose()?;
     crate::solvers::check_memory(spec.memory_estimate(plan.precision) / ranks.unwrap_or(1))?;
     let (step, time) = plan.restart.as_ref().map_or((0, 0.0), |ck| (ck.meta.step, ck.meta.time));
-    if let Some(ck) = &plan.restart {
-        // Attributes, dataset shapes and types against the solver's state; no array data is
-        // read.
-        ck.check(crate::solvers::build(&plan.case, plan.precision)?.as_ref())?;
+    if let (Some(ck), Some((path, arrays))) = (&plan.restart, &stored) {
+        // Attributes, dataset shapes and types against the solver's state; no array of the
+        // state is read.
+        let cpu = Device::Cpu(plan.case.cpu.clone());
+        ck.check(crate::solvers::build_for_restart(&plan.case, plan.precision, &cpu, path, arrays)?.as_ref())?;
     }
     let stop = Stop::of(&plan.case, opts.steps, step);
     let dt = spec.nominal_dt();
@@ -80,8 +90,8 @@ pub fn check_on(opts: &RunOptions, ranks: Option<usize>) -> Result<String> {
         0 => rayon::current_num_threads(),
         n => n,
     };
-    // The CPU's plans: a run on a device has neither.
-    let tiling = spec.tiling(plan.precision, &plan.case.cpu, threads).filter(|_| on_cpu).map(|t| format!("{t} on {threads} thread{}", if threads == 1 { "" } else { "s" }));
+    // The CPU's plans: a run on a device or on several ranks has neither.
+    let tiling = spec.tiling(plan.precision, &plan.case.cpu, threads).filter(|_| on_cpu && ranks.is_none()).map(|t| format!("{t} on {threads} thread{}", if threads == 1 { "" } else { "s" }));
     // A restart writes a frame of its first state only where the series it continues lacks it.
     let first = plan.restart.is_none() || {
         let series = crate::io::pvd::Pvd::resume(plan.out_dir.join(format!("{}.pvd", plan.case.name)), step, &[]).0;

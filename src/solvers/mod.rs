@@ -80,6 +80,11 @@ pub trait SolverSpec {
     ) -> Result<Box<dyn Solver>> {
         self.build(precision, device)
     }
+    /// [`SolverSpec::describe`] of the run a checkpoint continues, from the input data it holds
+    /// (see [`SolverSpec::build_restart`]).
+    fn describe_restart(&self, precision: Precision, _checkpoint: &std::path::Path, _arrays: &[StateArray]) -> Result<Vec<String>> {
+        self.describe(precision)
+    }
     /// The file paths among the parameters, which a case file's folder resolves when relative.
     fn input_paths(&mut self) -> Vec<&mut std::path::PathBuf> {
         Vec::new()
@@ -95,16 +100,19 @@ pub trait SolverSpec {
 
 /// Refuse a solver whose fields need more memory than the machine has available.
 pub fn check_memory(bytes: usize) -> Result<()> {
-    let gib = |b: f64| b / (1u64 << 30) as f64;
-    match crate::memory::available() {
-        Some(free) if bytes as u64 > free => input(format!(
-            "the run needs about {:.2} GiB of memory (its fields, and the copies output and checkpoints make) \
-             and this machine has {:.2} GiB available; reduce the grid or the number of points",
-            gib(bytes as f64),
-            gib(free as f64)
+    match memory_short(bytes) {
+        Some((need, free)) => input(format!(
+            "the run needs about {need:.2} GiB of memory (its fields, and the copies output and checkpoints make) \
+             and this machine has {free:.2} GiB available; reduce the grid or the number of points"
         )),
-        _ => Ok(()),
+        None => Ok(()),
     }
+}
+
+/// `(needed, available)` in GiB where `bytes` exceed the memory available now.
+pub fn memory_short(bytes: usize) -> Option<(f64, f64)> {
+    let gib = |b: f64| b / (1u64 << 30) as f64;
+    crate::memory::available().filter(|&free| bytes as u64 > free).map(|free| (gib(bytes as f64), gib(free as f64)))
 }
 
 /// The static part of a registry entry.

@@ -377,12 +377,16 @@ impl SolverSpec for LskumParams {
         checkpoint: &std::path::Path,
         arrays: &[StateArray],
     ) -> Result<Box<dyn Solver>> {
-        if precision != Precision::F64 || !Cloud::in_arrays(arrays) {
-            return self.build(precision, device);
+        match stored_cloud(precision, checkpoint, arrays)? {
+            Some(cloud) => Ok(Box::new(Lskum::with_cloud(self, cloud).on(device)?)),
+            None => self.build(precision, device),
         }
-        let cloud = Cloud::from_arrays(arrays)
-            .map_err(|e| crate::error::SimError::Input(format!("checkpoint {}: {e}", checkpoint.display())))?;
-        Ok(Box::new(Lskum::with_cloud(self, cloud).on(device)?))
+    }
+    fn describe_restart(&self, precision: Precision, checkpoint: &std::path::Path, arrays: &[StateArray]) -> Result<Vec<String>> {
+        match stored_cloud(precision, checkpoint, arrays)? {
+            Some(cloud) => Ok(describe(self, &cloud)),
+            None => self.describe(precision),
+        }
     }
     fn validate(&self) -> Result<()> {
         let key = "solver.lskum";
@@ -710,6 +714,17 @@ pub fn memory_estimate(p: &LskumParams) -> usize {
 }
 
 /// Lines for `sim check`: the cloud and the settings.
+/// The point cloud a checkpoint holds (None where it holds none, or the precision is not the
+/// solver's, which the file's path then refuses); errors name the checkpoint.
+fn stored_cloud(precision: Precision, checkpoint: &std::path::Path, arrays: &[StateArray]) -> Result<Option<Cloud>> {
+    if precision != Precision::F64 || !Cloud::in_arrays(arrays) {
+        return Ok(None);
+    }
+    let cloud = Cloud::from_arrays(arrays)
+        .map_err(|e| crate::error::SimError::Input(format!("checkpoint {}: {e}", checkpoint.display())))?;
+    Ok(Some(cloud))
+}
+
 fn describe(p: &LskumParams, cloud: &Cloud) -> Vec<String> {
     let count = |t| cloud.flag.iter().filter(|&&x| x == t).count();
     let (w, i, o) = (count(cloud::WALL), count(cloud::INTERIOR), count(cloud::OUTER));

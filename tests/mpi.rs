@@ -186,6 +186,9 @@ fn bad_input_stops_every_rank_with_one_message() {
         ("sponge", shallow_water("kp07", "f64", "wall", "{sponge: {cells: 9}}", "parallel: {ranks: [4, 1]}"), "than 10"),
     ];
     refused_on_4_ranks(&dir, &cases);
+    // A bad command line too, which every rank parses before MPI starts.
+    let o = mpirun(&dir, 3, &["run", "b.yaml", "--precision", "f16"]);
+    assert_eq!((o.status.code(), stderr(&o).matches("error:").count()), (Some(2), 1), "{}", stderr(&o));
     std::fs::remove_dir_all(dir).unwrap();
 }
 
@@ -350,7 +353,8 @@ guard: {{check_every: 7}}
 
 /// CDKLM16 and KP07 on 1 to 4 ranks (2 x 2, 4 x 1, 1 x 4) give the serial run's arrays,
 /// ghosts included, bitwise: walls, periodic one way and both ways (across ranks and within
-/// one), sponges of both kinds; f32 and f64.
+/// one), sponges of both kinds (wide ones with blocks narrow across the other axis); f32 and
+/// f64.
 #[test]
 fn decomposed_finite_volume_shallow_water_equals_the_serial_run_bitwise() {
     let dir = scratch("mpi_swfv");
@@ -364,6 +368,8 @@ fn decomposed_finite_volume_shallow_water_equals_the_serial_run_bitwise() {
         ("kp07", "f64", ("wall", "periodic"), &all[3..5]),
         ("kp07", "f32", sponges, &all[3..4]),
         ("cdklm16", "f64", sponges, &all[4..6]),
+        // East and west sponges need wide blocks across x only: 4 blocks of 7 rows.
+        ("kp07", "f64", ("wall", "{sponge: {cells: 9}}"), &all[5..6]),
     ];
     for (scheme, precision, (ns, ew), ranks) in runs {
         write(&dir, "serial.yaml", &shallow_water(scheme, precision, ns, ew, ""));
@@ -507,6 +513,24 @@ fn decomposed_heat2d_on_gpus_equals_the_serial_run_bitwise() {
     let o = mpirun_cuda(&dir, 4, &["run", "b.yaml", "--overwrite", "--out", "b"]);
     assert_eq!((o.status.code(), stderr(&o).matches("error:").count()), (Some(2), 1), "{}", stderr(&o));
     assert!(stderr(&o).contains("parallel.ranks") && stderr(&o).contains("rows"), "{}", stderr(&o));
+    // Too few rows for the device's split, which the case did not ask for: named as the device's.
+    write(&dir, "small.yaml", &heat_case("s", "heat2d: {n: 5, r: 0.2}", "f64", "{end_step: 5}", "backend: cuda"));
+    let o = mpirun_cuda(&dir, 4, &["run", "small.yaml", "--overwrite", "--out", "s"]);
+    assert_eq!((o.status.code(), stderr(&o).matches("error:").count()), (Some(2), 1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("backend cuda splits the grid in rows only, and [1, 4] leaves"), "{}", stderr(&o));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// A restart on another rank count than the `parallel.ranks` of the checkpoint's case says
+/// where that value came from.
+#[test]
+fn a_restart_names_where_its_process_grid_came_from() {
+    let dir = scratch("mpi_restart_ranks");
+    write(&dir, "case.yaml", &heat2d("f64", "parallel: {ranks: [1, 3]}"));
+    ok(mpirun(&dir, 3, &["run", "case.yaml", "--quiet", "--out", "r", "--steps", "5"]));
+    let o = mpirun(&dir, 4, &["run", "--restart", "r", "--quiet"]);
+    assert_eq!((o.status.code(), stderr(&o).matches("error:").count()), (Some(2), 1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("parallel.ranks: [1, 3] is 3 ranks, the run has 4 (on a restart"), "{}", stderr(&o));
     std::fs::remove_dir_all(dir).unwrap();
 }
 
@@ -656,6 +680,9 @@ fn bad_cavity_input_stops_every_rank_with_one_message() {
         ("narrow", case("cavity: {n: 7, re: 100}", "parallel: {ranks: [4, 1]}"), "narrower"),
     ];
     refused_on_4_ranks(&dir, &cases);
+    // A bad command line too, which every rank parses before MPI starts.
+    let o = mpirun(&dir, 3, &["run", "b.yaml", "--precision", "f16"]);
+    assert_eq!((o.status.code(), stderr(&o).matches("error:").count()), (Some(2), 1), "{}", stderr(&o));
     std::fs::remove_dir_all(dir).unwrap();
 }
 

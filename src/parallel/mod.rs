@@ -135,9 +135,11 @@ pub fn split(n: usize, parts: usize, i: usize) -> Range<usize> {
 
 /// The process grid for `size` ranks on a grid of `n` nodes or cells: `requested`
 /// (`parallel.ranks`) if given, else the factorisation `px * py = size` with the shortest cut
-/// between the blocks (`(px - 1) ny + (py - 1) nx`), each block at least `min` wide.
-pub fn process_grid(size: usize, n: [usize; 2], requested: Option<[usize; 2]>, min: usize) -> Result<[usize; 2]> {
-    let fits = |[px, py]: [usize; 2]| n[0] / px >= min && n[1] / py >= min;
+/// between the blocks (`(px - 1) ny + (py - 1) nx`), each block at least `min[0]` columns
+/// and `min[1]` rows wide.
+pub fn process_grid(size: usize, n: [usize; 2], requested: Option<[usize; 2]>, min: [usize; 2]) -> Result<[usize; 2]> {
+    let fits = |[px, py]: [usize; 2]| n[0] / px >= min[0] && n[1] / py >= min[1];
+    let least = if min[0] == min[1] { format!("{}", min[0]) } else { format!("{} columns by {} rows", min[0], min[1]) };
     if let Some(r) = requested {
         if r[0].checked_mul(r[1]) != Some(size) {
             let asked = (r[0] as u128 * r[1] as u128).to_string();
@@ -145,7 +147,7 @@ pub fn process_grid(size: usize, n: [usize; 2], requested: Option<[usize; 2]>, m
         }
         if !fits(r) {
             return input(format!(
-                "parallel.ranks: {r:?} leaves blocks narrower than {min} on the {} x {} grid",
+                "parallel.ranks: {r:?} leaves blocks narrower than {least} on the {} x {} grid",
                 n[0], n[1]
             ));
         }
@@ -159,7 +161,7 @@ pub fn process_grid(size: usize, n: [usize; 2], requested: Option<[usize; 2]>, m
         .min_by_key(|d| cut(*d))
         .ok_or_else(|| {
             let [nx, ny] = n;
-            SimError::Input(format!("{size} ranks cannot share the {nx} x {ny} grid (blocks of at least {min})"))
+            SimError::Input(format!("{size} ranks cannot share the {nx} x {ny} grid (blocks of at least {least})"))
         })
 }
 
@@ -522,14 +524,18 @@ mod tests {
 
     #[test]
     fn the_process_grid_cuts_least() {
-        assert_eq!(process_grid(4, [100, 100], None, 2).unwrap(), [2, 2]);
-        assert_eq!(process_grid(2, [100, 30], None, 2).unwrap(), [2, 1]);
-        assert_eq!(process_grid(6, [30, 300], None, 2).unwrap(), [1, 6]);
-        assert_eq!(process_grid(4, [100, 100], Some([4, 1]), 2).unwrap(), [4, 1]);
-        assert!(process_grid(4, [100, 100], Some([3, 1]), 2).is_err());
+        assert_eq!(process_grid(4, [100, 100], None, [2, 2]).unwrap(), [2, 2]);
+        assert_eq!(process_grid(2, [100, 30], None, [2, 2]).unwrap(), [2, 1]);
+        assert_eq!(process_grid(6, [30, 300], None, [2, 2]).unwrap(), [1, 6]);
+        assert_eq!(process_grid(4, [100, 100], Some([4, 1]), [2, 2]).unwrap(), [4, 1]);
+        assert!(process_grid(4, [100, 100], Some([3, 1]), [2, 2]).is_err());
         // A product that wraps around to the size is still refused, with its true value.
-        let wraps = process_grid(2, [100, 100], Some([(1 << 63) + 1, 2]), 2).unwrap_err().to_string();
+        let wraps = process_grid(2, [100, 100], Some([(1 << 63) + 1, 2]), [2, 2]).unwrap_err().to_string();
         assert!(wraps.contains("is 18446744073709551618 ranks, the run has 2"), "{wraps}");
-        assert!(process_grid(8, [4, 4], None, 2).is_err());
+        assert!(process_grid(8, [4, 4], None, [2, 2]).is_err());
+        // Each axis its own least width (an east sponge of 6 cells: 7 columns, rows free).
+        assert_eq!(process_grid(2, [40, 10], Some([1, 2]), [7, 2]).unwrap(), [1, 2]);
+        let narrow = process_grid(2, [40, 10], Some([2, 1]), [7, 30]).unwrap_err().to_string();
+        assert!(narrow.contains("narrower than 7 columns by 30 rows"), "{narrow}");
     }
 }

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::case::{Backend, Case};
 use crate::cpu::CpuOptions;
 use crate::cuda::{Gpu, GpuOptions};
-use crate::error::{Result, input};
+use crate::error::{Result, SimError, input};
 use crate::numerics::temporal::Tiling;
 use crate::parallel::{Comm, Processes, process_grid};
 use crate::bench::BenchOptions;
@@ -249,7 +249,12 @@ pub fn build_parallel(
     procs: &dyn Processes,
     restart: Option<(&std::path::Path, &[StateArray])>,
 ) -> Result<(Box<dyn Solver>, Arc<dyn Comm>)> {
-    let dims = decomposition(case, device, procs.size())?;
+    let dims = decomposition(case, device, procs.size()).map_err(|e| match e {
+        SimError::Input(m) if restart.is_some() && case.parallel.ranks.is_some() && m.starts_with("parallel.ranks") => {
+            SimError::Input(format!("{m} (on a restart, parallel is that of the case file given with --restart, else of the checkpoint's case)"))
+        }
+        e => e,
+    })?;
     check_memory(case.solver.spec().memory_estimate(precision) / procs.size())?;
     match &case.solver {
         SolverCase::Heat2d(p) => {
@@ -281,18 +286,30 @@ pub fn build_parallel(
 /// The process grid of `case` on `size` ranks (`parallel.ranks`, or the one with the shortest
 /// cut), or why it cannot run on them: [`build_parallel`]'s, and `sim check`'s under a launcher.
 pub fn decomposition(case: &Case, device: &Device, size: usize) -> Result<[usize; 2]> {
+    // A split that the device chose, not the case, is named as the device's.
+    let chosen = matches!(device, Device::Cuda(..)) && case.parallel.ranks.is_none();
+    grid_of(case, device, size).map_err(|e| match e {
+        SimError::Input(m) if chosen && m.starts_with("parallel.ranks: ") => SimError::Input(format!(
+            "backend cuda splits the grid in rows only, and {}; run on fewer ranks",
+            &m["parallel.ranks: ".len()..]
+        )),
+        e => e,
+    })
+}
+
+fn grid_of(case: &Case, device: &Device, size: usize) -> Result<[usize; 2]> {
     let ranks = || ranks_on(device, case, size);
     match &case.solver {
-        SolverCase::Heat2d(p) if p.method == heat::Method::Explicit => process_grid(size, p.setup().grid.n, ranks()?, 2),
+        SolverCase::Heat2d(p) if p.method == heat::Method::Explicit => process_grid(size, p.setup().grid.n, ranks()?, [2, 2]),
         SolverCase::ShallowWater(p) => {
             let sides = p.sides();
-            // Blocks wide enough for the two ghost layers, and for a sponge with its inner row.
-            let sponge = [sides.north, sides.east, sides.south, sides.west]
-                .map(|s| if let shallow_water::grid::Side::Sponge { cells, .. } = s { cells + 1 } else { 0 });
-            let min = sponge.into_iter().fold(2, usize::max);
+            // Blocks wide enough for the two ghost layers, and across the axis of a sponge's
+            // side for the sponge with its inner row.
+            let width = |s| if let shallow_water::grid::Side::Sponge { cells, .. } = s { cells + 1 } else { 2 };
+            let min = [[sides.east, sides.west], [sides.north, sides.south]].map(|pair| pair.map(width).into_iter().fold(2, usize::max));
             process_grid(size, [p.nx, p.ny], ranks()?, min)
         }
-        SolverCase::Cavity(p) => process_grid(size, [p.n, p.n], ranks()?, 2),
+        SolverCase::Cavity(p) => process_grid(size, [p.n, p.n], ranks()?, [2, 2]),
         solver => {
             let method = match solver {
                 SolverCase::Heat2d(p) => format!(" with method {}", p.method.name()),

@@ -610,7 +610,7 @@ pub fn text(v: &serde_json::Value) -> String {
             s += &format!("  power:   not measured: {note}\n");
         }
         if let Some(rdp) = k["rdp_s"].as_f64() {
-            let order = k["renumber"].as_str().map(|r| format!(", points in {r} order")).unwrap_or_default();
+            let order = k["renumber"].as_str().map(|r| format!(", points in {} order", if r == "none" { "file" } else { r })).unwrap_or_default();
             let order = match (k["math"].as_str(), k["simd"].as_str()) {
                 (Some(math), Some(simd)) => format!("{order}, math {math}, SIMD {simd}"),
                 _ => order,

@@ -96,9 +96,11 @@ pub enum Math {
     /// std and libm, one edge end at a time: the reference bits.
     #[default]
     Exact,
-    /// Branch-free versions within 1 ulp of them ([`crate::numerics::fast_math`]), a batch of
-    /// edge ends at a time in AVX-512 or AVX2 where the CPU has it ([`Simd::detect`]). The
-    /// results no longer equal `exact`'s bit for bit, but do not depend on the SIMD level.
+    /// Branch-free versions within 1 ulp of them, a batch of edge ends at a time in AVX-512 or
+    /// AVX2 where the CPU has it. The results no longer equal `exact`'s bit for bit, but do
+    /// not depend on the SIMD level.
+    // (The functions: `crate::numerics::fast_math`; the SIMD level: `Simd::detect`. Not
+    // links here: clap prints this text in --help.)
     Fast,
 }
 

@@ -69,7 +69,8 @@ enum Command {
     Mesh {
         /// naca0012 (NACA 00xx with --thickness)
         body: String,
-        /// ogrid (structured O-grid, 160 x 60 reproduces the reference cloud)
+        /// ogrid (structured O-grid, 160 x 60 reproduces the reference cloud) or quadtree
+        /// (cells refined towards the body)
         #[arg(long = "type", default_value = "ogrid")]
         kind: String,
         /// About this many points

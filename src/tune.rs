@@ -104,6 +104,9 @@ pub fn tune(o: &TuneOptions) -> Result<String> {
         return input(format!("sim tune: solver {kind} has no CUDA kernels"));
     }
     let precision = o.precision.unwrap_or(case.precision);
+    // The case's own faults (a precision the solver lacks, a missing input file) are refused
+    // once here, not reported as a shape that could not launch.
+    spec.describe(precision)?;
     let gpu = Gpu::open("sim tune needs a CUDA device", "it times CUDA block shapes only")?;
     let scheme = spec.scheme_name();
     let blocks = o.blocks.clone().unwrap_or_else(candidates);

@@ -118,6 +118,10 @@ fn cuda_without_a_gpu_is_a_clear_error() {
         expect_input_error(&dir, &["tune", "good.yaml", "--seconds", seconds], &["--seconds", "at most a day"]);
     }
     assert!(!tune.contains("backend:"), "{tune}");
+    // A fault of the case itself comes first, whatever the device.
+    let lskum = format!("name: l\nsolver:\n  lskum: {{cloud: {}/meshes/naca0012_9600_legacy.txt, mach: 0.63, aoa: 2.0}}\ntime: {{end_step: 5}}\n", env!("CARGO_MANIFEST_DIR"));
+    write(&dir, "lskum.yaml", &lskum);
+    expect_input_error(&dir, &["tune", "lskum.yaml", "--precision", "f32"], &["runs in f64 only"]);
     expect_input_error(&dir, &["bench", "heat2d", "--backend", "cuda"], &["--backend cuda", "use --backend cpu"]);
     std::fs::remove_dir_all(dir).unwrap();
 }

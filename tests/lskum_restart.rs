@@ -193,6 +193,15 @@ fn mesh_cli_writes_a_loadable_cloud_and_rejects_bad_options() {
     assert!(err.contains("--radius 1000000:"), "{err}");
     let st = quadtree(&["--radius", safe]);
     assert!(st.status.success(), "--radius {safe}: {}", String::from_utf8_lossy(&st.stderr));
+    // A count the refinement reaches near enough passes without a word; one far below what
+    // the surface needs is said.
+    assert!(!String::from_utf8_lossy(&quadtree(&[]).stdout).contains("note:"));
+    let st = std::process::Command::new(env!("CARGO_BIN_EXE_sim"))
+        .args(["mesh", "naca0012", "--type", "quadtree", "--points", "10", "--out"])
+        .arg(d.join("q.txt"))
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&st.stdout).contains("note: --points 10: the nearest count"), "{st:?}");
     for t in ["0", "0.5", "2"] {
         let st = quadtree(&["--thickness", t]);
         let err = String::from_utf8_lossy(&st.stderr).to_string();
@@ -421,4 +430,18 @@ fn restart_across_renumberings_is_bit_exact() {
         assert!(bits(&b) == bits(&straight), "{first:?} then {second:?}");
         assert_eq!(b.residue().to_bits(), straight.residue().to_bits());
     }
+}
+
+/// A diverging run (Mach 8 on the 9600-point cloud) stops with exit 1, and the advice names
+/// what this pseudo-time solver has in place of a time step.
+#[test]
+fn a_diverging_run_advises_the_cfl_number() {
+    let d = tmp("diverges");
+    let case = case_file(&d, &format!("{ROOT}/meshes/naca0012_9600_legacy.txt"), "legacy");
+    std::fs::write(&case, std::fs::read_to_string(&case).unwrap().replace("mach: 0.63", "mach: 8.0").replace("end_step: 6", "end_step: 40")).unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_sim")).current_dir(&d).args(["run", "case.yaml", "--quiet"]).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("Reduce the CFL number") && !err.contains("time step"), "{err}");
+    let _ = std::fs::remove_dir_all(d);
 }

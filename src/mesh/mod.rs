@@ -175,11 +175,19 @@ fn write(cloud: &Cloud, format: &str, out: &std::path::Path) -> Result<()> {
 fn report(cloud: &Cloud, o: &MeshOptions) -> String {
     let count = |flag: u8| cloud.flag.iter().filter(|&&f| f == flag).count();
     let (w, out) = (count(WALL), count(OUTER));
-    format!(
+    let text = format!(
         "wrote {} ({} format): {} points ({w} wall, {out} outer), {} links; all split stencils validated\n",
         o.out.display(),
         o.format,
         cloud.len(),
         cloud.conn.idx.len()
-    )
+    );
+    // The quadtree's refinement meets a count only roughly, and not below what its surface
+    // points and 2:1 balance need.
+    match o.points {
+        Some(p) if o.kind == "quadtree" && (cloud.len() as f64 / p as f64 - 1.0).abs() > 0.25 => {
+            text + &format!("note: --points {p}: the nearest count the quadtree's refinement reached is {}\n", cloud.len())
+        }
+        _ => text,
+    }
 }

@@ -391,10 +391,14 @@ impl<'a> Driver<'a> {
             None => "no checkpoint was written yet".into(),
         };
         let hint = s.failure_hint().map(|h| format!(" {h}.")).unwrap_or_default();
+        // A solver that iterates towards a steady state has no time step to reduce.
+        let advice = match s.clock() {
+            crate::solver::Clock::Iterations => "Reduce the CFL number or check the parameters",
+            _ => "Reduce the time step or check the parameters",
+        };
         if let Some(nf) = s.find_non_finite() {
             return Err(SimError::Run(format!(
-                "non-finite value {} in field {} at node ({}) at step {}{}; {}. \
-                 Reduce the time step or check the parameters.{hint}",
+                "non-finite value {} in field {} at node ({}) at step {}{}; {}. {advice}.{hint}",
                 nf.value,
                 nf.field,
                 nf.at(),
@@ -416,7 +420,7 @@ impl<'a> Driver<'a> {
         }
         if let Some(why) = s.invalid_state() {
             return Err(SimError::Run(format!(
-                "{why}, at step {}{}; {}. Reduce the time step or check the parameters.{hint}",
+                "{why}, at step {}{}; {}. {advice}.{hint}",
                 s.step(),
                 report::time_text(s),
                 keep()

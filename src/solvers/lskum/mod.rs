@@ -748,7 +748,7 @@ fn describe(p: &LskumParams, cloud: &Cloud) -> Vec<String> {
             p.vl_const,
             p.power
         ),
-        format!("points held in {} order (renumber; outputs keep the file's order)", p.renumber.name()),
+        format!("points held in {} order (renumber; outputs keep the file's order)", p.renumber.order()),
         "pseudo-time: local time steps, counted in iterations (time.end_step, output.every_steps)".into(),
     ]
 }

@@ -97,11 +97,20 @@ pub fn rcm(c: &Cloud) -> Vec<u32> {
 }
 
 impl Renumber {
+    /// The order's name in text: `file` for `none`.
+    pub fn order(self) -> &'static str {
+        match self {
+            Renumber::None => "file",
+            r => r.name(),
+        }
+    }
+
+    /// The value as a case file and the command line spell it.
     pub fn name(self) -> &'static str {
         match self {
             Renumber::Hilbert => "hilbert",
             Renumber::Rcm => "rcm",
-            Renumber::None => "file",
+            Renumber::None => "none",
         }
     }
 }

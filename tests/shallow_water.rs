@@ -81,6 +81,12 @@ fn bad_inputs_exit_2_naming_the_key_and_leave_files_alone() {
         // A virtual dataset whose source file is gone: HDF5 reads it as zeros, without an error.
         let b = f.new_dataset::<f64>().shape([ny, nx]);
         b.virtual_map("gone.h5", "H", [ny, nx], .., [ny, nx], ..).create("virtual").unwrap();
+        // Or whose source file lacks the dataset (in.h5 has no "none").
+        let b = f.new_dataset::<f64>().shape([ny, nx]);
+        b.virtual_map("in.h5", "none", [ny, nx], .., [ny, nx], ..).create("lacking").unwrap();
+        // A source found where HDF5 finds it (beside this file) is read.
+        let b = f.new_dataset::<f64>().shape([ny, nx]);
+        b.virtual_map("in.h5", "H", [ny, nx], .., [ny, nx], ..).create("found").unwrap();
     }
     std::fs::create_dir_all(dir.join("adir.h5")).unwrap();
     let base = "nx: 20, ny: 16, dx: 200.0, bathymetry: {flat: 60.0}, initial: {bump: {position: corner}}";
@@ -104,6 +110,7 @@ fn bad_inputs_exit_2_naming_the_key_and_leave_files_alone() {
         ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {file: {path: filled.h5, dataset: packed}}, initial: rest", &["\"packed\"", "scale_factor", "one finite number"]),
         ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {file: {path: filled.h5, dataset: mask}}, initial: rest", &["\"mask\"", "bool values, not numbers"]),
         ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {flat: 60.0}, initial: {file: {path: filled.h5, eta: virtual}}", &["initial.file", "\"virtual\"", "source file gone.h5 does not exist"]),
+        ("scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {flat: 60.0}, initial: {file: {path: filled.h5, eta: lacking}}", &["\"lacking\"", "source file in.h5 has no dataset \"none\""]),
         ("scheme: cdklm16, courant: 0.4, nx: 20, ny: 16, dx: 200.0, bathymetry: {flat: 1.0e38}, initial: rest", &["solver.shallow_water", "fluxes reach", "f32", "bathymetry"]),
         // g H fits f32 here, and the stable step is finite; ½ g H² times the wave speed is not.
         ("scheme: kp07, courant: 0.4, nx: 20, ny: 16, dx: 200.0, bathymetry: {flat: 1.0e14}, initial: rest", &["solver.shallow_water", "fluxes reach", "1.000e14 m", "precision: f64"]),
@@ -153,6 +160,9 @@ fn bad_inputs_exit_2_naming_the_key_and_leave_files_alone() {
     exit2(&sim(&dir, &["bench", "shallow_water", "--scheme", "maccormack", "--size", "8"]), &["maccormack", "cdklm16"]);
     exit2(&sim(&dir, &["bench", "heat2d", "--scheme", "fbl", "--size", "8"]), &["--scheme", "heat2d"]);
     exit2(&sim(&dir, &["run", "c.yaml", "--backend", "cuda"]), &["shallow_water"]);
+    let found = "scheme: fbl, dt: 1.0, nx: 20, ny: 16, dx: 200.0, bathymetry: {file: {path: filled.h5, dataset: found}}, initial: rest";
+    write(&dir, "found.yaml", &case("s", found, "f32", "{end_step: 4}"));
+    ok(sim(&dir, &["check", "found.yaml"]));
     // A file another program has open for writing, which HDF5 locks (flock(1) takes the lock
     // and runs sim under it, with HDF5's locking, which .cargo/config.toml turns off for
     // tests): named as such.
@@ -376,9 +386,10 @@ fn restart_takes_the_file_arrays_from_the_checkpoint() {
     let stored = full.iter().find(|a| a.name == "input_bathymetry").expect("the bathymetry is stored");
     assert_eq!((stored.shape.clone(), stored.values.to_f64()), (vec![ny + 1, nx + 1], depth(0.0)));
 
-    // With the file gone, the copy of the checkpoint continues alone; a damaged copy of the
-    // bathymetry in it (rewritten with a matching checksum) is refused.
+    // With the file gone, the copy of the checkpoint is checked and continues alone; a damaged
+    // copy of the bathymetry in it (rewritten with a matching checksum) is refused.
     std::fs::remove_file(dir.join("b.h5")).unwrap();
+    ok(sim(&dir, &["check", "--restart", "copy.h5", "--out", "alone"]));
     ok(sim(&dir, &["run", "--restart", "copy.h5", "--out", "alone", "--quiet"]));
     assert_eq!(last("alone").1, full, "restarted without the file");
     let (meta, mut arrays) = checkpoint::read(&dir.join("copy.h5")).unwrap();

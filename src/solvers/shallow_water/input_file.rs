@@ -29,12 +29,11 @@ pub fn read(key: &str, path: &Path, name: &str, shapes: &[[usize; 2]]) -> Result
         SimError::Input(format!("{key}: {file}: {what} ({e})"))
     })?;
     let ds = h5.dataset(name).map_err(|_| SimError::Input(format!("{key}: {file} has no dataset {name:?}")))?;
-    missing_sources(&ds, path).map_err(|src| {
-        SimError::Input(format!(
-            "{key}: dataset {name:?} of {file} is a virtual dataset whose source file {src} does not exist (HDF5 would \
-             read its part as zeros)"
-        ))
-    })?;
+    if let Some(why) = unreadable_source(&ds, path) {
+        return input(format!(
+            "{key}: dataset {name:?} of {file} is a virtual dataset whose {why} (HDF5 would read its part as zeros)"
+        ));
+    }
     let shape = ds.shape();
     let wanted = shapes.iter().map(|[c, r]| format!("{r} x {c}")).collect::<Vec<_>>().join(" or ");
     let [rows, cols] = shape[..] else {
@@ -113,24 +112,44 @@ pub fn read(key: &str, path: &Path, name: &str, shapes: &[[usize; 2]]) -> Result
     Ok((values, [cols, rows]))
 }
 
-/// The first source file of a virtual dataset that does not exist. HDF5 looks for a relative
-/// name beside the virtual dataset's file, then in the working directory; "." is that file.
-fn missing_sources(ds: &hdf5::Dataset, path: &Path) -> std::result::Result<(), String> {
+/// Why a source of a virtual dataset would give no data: HDF5 reads a source it cannot find
+/// or read (missing, locked, lacking the dataset) as the fill value, zeros, without an error.
+/// The file is looked for where HDF5 looks: under `HDF5_VDS_PREFIX`, at the name as stored,
+/// beside the virtual dataset's file, and by its last component there; "." is that file.
+fn unreadable_source(ds: &hdf5::Dataset, path: &Path) -> Option<String> {
     if ds.layout() != hdf5::plist::dataset_create::Layout::Virtual {
-        return Ok(());
+        return None;
     }
     let beside = path.parent().unwrap_or(Path::new("."));
-    let gone = virtual_sources(ds).into_iter().find(|src| {
-        let src = Path::new(src);
-        src != Path::new(".") && !beside.join(src).is_file() && !src.is_file()
-    });
-    gone.map_or(Ok(()), Err)
+    let prefix = std::env::var_os("HDF5_VDS_PREFIX").map(std::path::PathBuf::from);
+    virtual_sources(ds).into_iter().find_map(|(file, dataset)| {
+        // The names are printf-like patterns, "%%" a literal "%".
+        let (file, dataset) = (file.replace("%%", "%"), dataset.replace("%%", "%"));
+        let name = Path::new(&file);
+        let found = if file == "." {
+            path.to_path_buf()
+        } else {
+            let mut candidates = [prefix.as_ref().map(|p| p.join(name)), Some(name.to_path_buf()), Some(beside.join(name))]
+                .into_iter()
+                .chain([name.file_name().map(|last| beside.join(last))])
+                .flatten();
+            match candidates.find(|c| c.is_file()) {
+                Some(found) => found,
+                None => return Some(format!("source file {file} does not exist")),
+            }
+        };
+        match hdf5::File::open(&found) {
+            Err(e) => Some(format!("source file {} cannot be read ({e})", found.display())),
+            Ok(f) if f.dataset(&dataset).is_err() => Some(format!("source file {} has no dataset {dataset:?}", found.display())),
+            Ok(_) => None,
+        }
+    })
 }
 
-/// The source file names of a virtual dataset. (The crate's `virtual_map` fails on the
-/// selections h5py writes, so this asks the C library for the names alone.)
-fn virtual_sources(ds: &hdf5::Dataset) -> Vec<String> {
-    use hdf5_sys::h5p::{H5Pget_virtual_count, H5Pget_virtual_filename};
+/// The source file and dataset names of a virtual dataset. (The crate's `virtual_map` fails on
+/// the selections h5py writes, so this asks the C library for the names alone.)
+fn virtual_sources(ds: &hdf5::Dataset) -> Vec<(String, String)> {
+    use hdf5_sys::h5p::{H5Pget_virtual_count, H5Pget_virtual_dsetname, H5Pget_virtual_filename};
     let Ok(dcpl) = ds.dcpl() else { return Vec::new() };
     let id = dcpl.id();
     // SAFETY: `id` is a live dataset creation property list; each name is read into a buffer
@@ -140,14 +159,14 @@ fn virtual_sources(ds: &hdf5::Dataset) -> Vec<String> {
         if H5Pget_virtual_count(id, &mut count) < 0 {
             return Vec::new();
         }
-        let name = |i| {
-            let len = usize::try_from(H5Pget_virtual_filename(id, i, std::ptr::null_mut(), 0)).ok()?;
+        let text = |get: unsafe extern "C" fn(i64, usize, *mut std::ffi::c_char, usize) -> isize, i| {
+            let len = usize::try_from(get(id, i, std::ptr::null_mut(), 0)).ok()?;
             let mut buf = vec![0u8; len + 1];
-            (H5Pget_virtual_filename(id, i, buf.as_mut_ptr().cast(), buf.len()) >= 0).then_some(())?;
+            (get(id, i, buf.as_mut_ptr().cast(), buf.len()) >= 0).then_some(())?;
             buf.truncate(len);
             String::from_utf8(buf).ok()
         };
-        (0..count).filter_map(name).collect()
+        (0..count).filter_map(|i| Some((text(H5Pget_virtual_filename, i)?, text(H5Pget_virtual_dsetname, i)?))).collect()
     })
 }
 

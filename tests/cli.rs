@@ -466,6 +466,13 @@ fn check_of_a_restart_says_what_the_run_would_do() {
     write(&dir, "ten.yaml", &case.replace("every_steps: 7", "every_steps: 10"));
     let o = ok(sim(&dir, &["check", "--restart", "out/h/checkpoint_00000020.h5", "ten.yaml"]));
     assert!(String::from_utf8_lossy(&o.stdout).contains("every 10 steps (3 files)"));
+    // With the series gone the run rebuilds it from the frames, and check counts as it does:
+    // step 30's frame is there, so 2 again.
+    let pvd = std::fs::read(dir.join("out/h/h.pvd")).unwrap();
+    std::fs::remove_file(dir.join("out/h/h.pvd")).unwrap();
+    let o = ok(sim(&dir, &["check", "--restart", "out/h/checkpoint_00000030.h5"]));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("every 7 steps (2 files)"));
+    std::fs::write(dir.join("out/h/h.pvd"), pvd).unwrap();
     ok(sim(&dir, &["run", "--restart", "out/h/checkpoint_00000030.h5", "--quiet", "--steps", "5"]));
     // The run refuses to go back to step 30 past the checkpoint of step 35 without --overwrite.
     let o = ok(sim(&dir, &["check", "--restart", "out/h/checkpoint_00000030.h5"]));

@@ -261,12 +261,16 @@ fn bad_gpu_settings_are_refused_with_the_key() {
         ("{flux: split}", &["--precision", "f32"][..], "f64 only"),
     ] {
         write(&dir, "b.yaml", &case(gpu));
-        let mut a = vec!["run", "b.yaml", "--overwrite"];
-        a.extend(args);
-        let o = sim_cuda(&dir, &a);
-        assert_eq!(o.status.code(), Some(2), "{gpu} {args:?}: {}", stderr(&o));
-        assert!(stderr(&o).contains(needle), "{gpu} {args:?}: {}", stderr(&o));
-        assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+        // `sim check` refuses what the run refuses.
+        for command in ["run", "check"] {
+            let mut a = vec![command, "b.yaml", "--overwrite"];
+            a.truncate(if command == "check" { 2 } else { 3 });
+            a.extend(args);
+            let o = sim_cuda(&dir, &a);
+            assert_eq!(o.status.code(), Some(2), "{command} {gpu} {args:?}: {}", stderr(&o));
+            assert!(stderr(&o).contains(needle), "{command} {gpu} {args:?}: {}", stderr(&o));
+            assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+        }
     }
     std::fs::remove_dir_all(dir).unwrap();
 }

@@ -633,3 +633,25 @@ fn observed_order_of_convergence_short() {
 fn observed_order_of_convergence_full() {
     assert_orders(&[16, 32, 64, 128, 256], 1024, [("fbl", 1.0), ("ctcs", 1.9), ("cdklm16", 1.9), ("kp07", 1.9)]);
 }
+
+/// With an adaptive step (`courant`) `sim check` foresees the run from the first step, as the
+/// run does for its limits: an estimated step count (the run's within a tenth), and the
+/// refusals of too many steps or frames.
+#[test]
+fn check_foresees_an_adaptive_run() {
+    let dir = scratch("swe_check_adaptive");
+    let solver = "scheme: cdklm16, nx: 40, ny: 30, dx: 200.0, courant: 0.4, bathymetry: {flat: 60.0}, initial: {bump: {position: central}}";
+    write(&dir, "c.yaml", &case("s", solver, "f32", "{end_time: 50.0, end_step: 40}"));
+    let out = String::from_utf8_lossy(&ok(sim(&dir, &["check", "c.yaml"])).stdout).to_string();
+    let foreseen: f64 = out.split("steps: about ").nth(1).and_then(|r| r.split(' ').next()).and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("{out}"));
+    ok(sim(&dir, &["run", "c.yaml", "--quiet"]));
+    let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("out/s/summary.json")).unwrap()).unwrap();
+    let step = summary["step"].as_f64().unwrap();
+    assert!(step < 40.0 && (foreseen - step).abs() <= 0.1 * step, "foreseen {foreseen}, ran {step}");
+    let rest = "scheme: cdklm16, nx: 20, ny: 20, dx: 200.0, courant: 0.4, bathymetry: {flat: 60.0}, initial: rest";
+    write(&dir, "long.yaml", &case("l", rest, "f32", "{end_time: 1.0e14}"));
+    exit2(&sim(&dir, &["check", "long.yaml"]), &["steps, more than the limit"]);
+    write(&dir, "frames.yaml", &format!("{}output: {{every_time: 0.001}}\n", case("f", rest, "f32", "{end_step: 2000000}")));
+    exit2(&sim(&dir, &["check", "frames.yaml"]), &["output frames", "more than the limit"]);
+    std::fs::remove_dir_all(dir).unwrap();
+}

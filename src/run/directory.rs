@@ -190,12 +190,7 @@ impl RunDir {
     /// The frames of case `name` up to `step` that this directory's runs wrote and that are
     /// there, with their steps (whole frames: the `.pvti` of a decomposed run, not its pieces).
     pub fn frames(&self, name: &str, step: u64) -> Vec<(u64, String)> {
-        (self.listed.iter())
-            .filter_map(|f| match frame_of(f, name) {
-                Some((k, false)) if k <= step && self.path.join(f).is_file() => Some((k, f.clone())),
-                _ => None,
-            })
-            .collect()
+        listed_frames(&self.path, &self.listed, name, step)
     }
 
     /// Note that the run wrote `name` (before or right after writing it).
@@ -294,6 +289,20 @@ pub fn not_held(path: &Path) -> Result<()> {
 /// The files listed in the manifest of `dir` (none where it has no manifest). A manifest that
 /// is not a list of plain file names is refused: `--overwrite` removes what it lists, and a
 /// path in it could reach beyond the directory.
+/// [`RunDir::frames`] of the directory at `path`, read without taking it (`sim check`).
+pub fn frames_at(path: &Path, name: &str, step: u64) -> Result<Vec<(u64, String)>> {
+    Ok(listed_frames(path, &manifest(path)?, name, step))
+}
+
+fn listed_frames(path: &Path, listed: &BTreeSet<String>, name: &str, step: u64) -> Vec<(u64, String)> {
+    (listed.iter())
+        .filter_map(|f| match frame_of(f, name) {
+            Some((k, false)) if k <= step && path.join(f).is_file() => Some((k, f.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
 fn manifest(dir: &Path) -> Result<BTreeSet<String>> {
     let path = dir.join(MANIFEST);
     let text = match std::fs::read_to_string(&path) {

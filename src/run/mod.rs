@@ -37,6 +37,14 @@ pub fn check_on(opts: &RunOptions, ranks: Option<usize>) -> Result<String> {
     directory::not_held(&plan.out_dir)?;
     // The device the run would take, refused as the run refuses it.
     let (device, note) = solvers::choose_device(plan.case.backend, &plan.case, 0)?;
+    // The block the run would take: the case's, else the tuned one.
+    let device = match device {
+        Device::Cuda(gpu, o) => {
+            let (o, _) = crate::tune::resolve(&gpu, &o, plan.case.solver.kind(), spec.scheme_name(), plan.precision)?;
+            Device::Cuda(gpu, o)
+        }
+        d => d,
+    };
     let on_cpu = matches!(device, Device::Cpu(_));
     let backend = match (&device, note) {
         (_, Some(note)) => note,
@@ -61,11 +69,23 @@ pub fn check_on(opts: &RunOptions, ranks: Option<usize>) -> Result<String> {
     if let (Some(ck), Some((path, arrays))) = (&plan.restart, &stored) {
         // Attributes, dataset shapes and types against the solver's state; no array of the
         // state is read.
-        let cpu = Device::Cpu(plan.case.cpu.clone());
-        ck.check(crate::solvers::build_for_restart(&plan.case, plan.precision, &cpu, path, arrays)?.as_ref())?;
+        ck.check(crate::solvers::build_for_restart(&plan.case, plan.precision, &device, path, arrays)?.as_ref())?;
     }
+    // The initial state, checked as the run checks it, on its device (whose kernels refuse a
+    // block they cannot launch); on one process: under a launcher the whole state need not
+    // fit one rank's memory.
+    let built = match (&plan.restart, ranks) {
+        (None, None) => Some(crate::solvers::build_on(&plan.case, plan.precision, &device)?),
+        _ => None,
+    };
+    if let Some(s) = &built {
+        check_start(s.as_ref(), None)?;
+    }
+    // An adaptive step (shallow water's `courant`) is known from the state only: its first
+    // one, which the run also takes for its limits and the step counts it foresees.
+    let adaptive = built.as_ref().is_some_and(|s| !s.dt_is_fixed());
     let stop = Stop::of(&plan.case, opts.steps, step);
-    let dt = spec.nominal_dt();
+    let dt = spec.nominal_dt().or_else(|| built.as_ref().and_then(|s| schedule::nominal_dt(s.as_ref())));
     stop.check_limits(step, time, dt, plan.precision)?;
     let unfinished = match &plan.restart {
         Some(ck) => ends_without_summary(&plan.out_dir, ck.path())?,
@@ -74,17 +94,12 @@ pub fn check_on(opts: &RunOptions, ranks: Option<usize>) -> Result<String> {
     if plan.restart.is_some() && !unfinished && stop.done_at(step, time, dt.unwrap_or(0.0), spec.clock()) {
         return past_the_end(step, &report::time_at(spec.clock(), time), &stop);
     }
-    // The initial state, checked as the run checks it (on one process: under a launcher the
-    // whole state need not fit one rank's memory).
-    if plan.restart.is_none() && ranks.is_none() {
-        check_start(crate::solvers::build(&plan.case, plan.precision)?.as_ref(), None)?;
-    }
     // The driver's steps replayed where they are few enough: those that land on output
     // instants count too.
     let landing = schedule::Landing { end_time: plan.case.time.end_time, every_time: plan.case.output.every_time };
     let physical = spec.clock() == crate::solver::Clock::Physical;
-    let replayed = dt.filter(|_| physical).and_then(|dt| stop.landed_last_step(&landing, step, time, dt, REPLAYED_STEPS));
-    let exact = replayed.is_some() || landing.every_time.is_none();
+    let replayed = dt.filter(|_| physical && !adaptive).and_then(|dt| stop.landed_last_step(&landing, step, time, dt, REPLAYED_STEPS));
+    let exact = !adaptive && (replayed.is_some() || landing.every_time.is_none());
     let last = replayed.unwrap_or_else(|| stop.last_step(step, time, dt));
     let threads = match opts.threads.unwrap_or(plan.case.threads) {
         0 => rayon::current_num_threads(),
@@ -94,7 +109,9 @@ pub fn check_on(opts: &RunOptions, ranks: Option<usize>) -> Result<String> {
     let tiling = spec.tiling(plan.precision, &plan.case.cpu, threads).filter(|_| on_cpu && ranks.is_none()).map(|t| format!("{t} on {threads} thread{}", if threads == 1 { "" } else { "s" }));
     // A restart writes a frame of its first state only where the series it continues lacks it.
     let first = plan.restart.is_none() || {
-        let series = crate::io::pvd::Pvd::resume(plan.out_dir.join(format!("{}.pvd", plan.case.name)), step, &[]).0;
+        // The series as the run resumes it (rebuilt from the frames where it is missing or cut short).
+        let frames = directory::frames_at(&plan.out_dir, &plan.case.name, step)?;
+        let series = crate::io::pvd::Pvd::resume(plan.out_dir.join(format!("{}.pvd", plan.case.name)), step, &frames).0;
         let due = driver::output_due_on_arrival(&driver::activities(&plan.case), step, time, spec.clock());
         due && driver::lacks_frame(&series.entries, step)
     };

@@ -252,6 +252,12 @@ fn the_memory_estimate_holds_the_peak_of_a_run() {
              initial: {{bump: {{position: central}}}}}}"
         )
     };
+    let files = |n: usize| {
+        format!(
+            "shallow_water: {{scheme: fbl, nx: {n}, ny: {n}, dx: 200, dt: 0.9, bathymetry: {{file: {{path: in{n}.h5}}}}, \
+             initial: {{file: {{path: in{n}.h5, eta: eta, hu: hu, hv: hv}}}}}}"
+        )
+    };
     let cases = [
         ("heat1d: {n: 4194304, r: 0.4}".to_string(), "heat1d: {n: 64, r: 0.4}".to_string()),
         ("heat1d: {n: 4194304, r: 4, method: crank_nicolson}".into(), "heat1d: {n: 64, r: 4, method: crank_nicolson}".into()),
@@ -267,9 +273,18 @@ fn the_memory_estimate_holds_the_peak_of_a_run() {
         (sw("cdklm16", 700), sw("cdklm16", 16)),
         (sw("kp07", 700), sw("kp07", 16)),
         ("lskum: {cloud: big.txt, format: sim, mach: 0.63}".into(), "lskum: {cloud: small.txt, format: sim, mach: 0.63}".into()),
+        // In f32, with every array from a file (kept in f64 for the checkpoints).
+        (files(700), files(16)),
     ];
+    for n in [700, 16] {
+        let f = hdf5::File::create(dir.join(format!("in{n}.h5"))).unwrap();
+        for (name, value) in [("H", 60.0), ("eta", 0.01), ("hu", 0.1), ("hv", -0.1)] {
+            f.new_dataset::<f64>().shape([n, n]).create(name).unwrap().write_raw(&vec![value; n * n]).unwrap();
+        }
+    }
     for (big, small) in cases {
-        let case = |solver: &str| format!("name: m\nsolver:\n  {solver}\ntime: {{end_step: 2}}\n");
+        let precision = if big.contains("in700") { "f32" } else { "f64" };
+        let case = |solver: &str| format!("name: m\nsolver:\n  {solver}\nprecision: {precision}\ntime: {{end_step: 2}}\n");
         write(&dir, "c.yaml", &case(&big));
         let printed = String::from_utf8_lossy(&ok(sim(&dir, &["check", "c.yaml"])).stdout).to_string();
         let mib: f64 = printed

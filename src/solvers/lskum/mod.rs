@@ -469,6 +469,8 @@ impl Registered for LskumParams {
         if o.precision == Precision::F32 {
             return input("--precision f32: the lskum solver runs in f64 only");
         }
+        // Before the cloud is generated, which takes a good part of that memory itself.
+        crate::bench::check_memory(points_memory(points), &format!("--size {points}"))?;
         let mut p = LskumParams::with_cloud("generated", CloudFormat::Sim, 0.63, 2.0);
         p.renumber = o.renumber.unwrap_or_default();
         let cloud = quadtree_points(points, 0.12, Closure::Scaled, 10.0)?;
@@ -707,10 +709,15 @@ pub fn memory_estimate(p: &LskumParams) -> usize {
             r.consume(n);
         }
     }
-    // 11 four-component arrays + 2 scalars of state, 5 of geometry, 5 least-squares matrices
-    // (4 values each), ~16 links in 5 CSR lists; the cloud as read, output and checkpoint
-    // copies take as much again (1.9 times at the measured peak of a run).
-    9 * lines * (11 * 32 + 2 * 8 + 5 * 8 + 5 * 32 + 16 * 4 * 2 + 5 * 4) / 4
+    points_memory(lines)
+}
+
+/// Rough bytes of a run on a cloud of `points` points: 11 four-component arrays + 2 scalars
+/// of state, 5 of geometry, 5 least-squares matrices (4 values each), ~16 links in 5 CSR
+/// lists; the cloud as read, output and checkpoint copies take as much again (1.9 times at
+/// the measured peak of a run).
+fn points_memory(points: usize) -> usize {
+    9 * points * (11 * 32 + 2 * 8 + 5 * 8 + 5 * 32 + 16 * 4 * 2 + 5 * 4) / 4
 }
 
 /// Lines for `sim check`: the cloud and the settings.

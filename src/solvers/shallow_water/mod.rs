@@ -87,7 +87,14 @@ impl SolverSpec for ShallowWaterParams {
         // The scheme's arrays, the initial state as sampled, and the copies that output (10
         // cell fields) and checkpoints make: 25 (FBL) to 29 (CDKLM16, KP07) fields at the
         // measured peak of a run.
-        (arrays_per_cell(self.scheme) + 24) * cells * precision.bytes()
+        // Arrays from files are kept in f64 for the checkpoints (each up to the corners'
+        // (nx + 1) x (ny + 1)).
+        let bathymetry = usize::from(matches!(self.bathymetry, Bathymetry::File { .. }));
+        let initial = match &self.initial {
+            InitialCondition::File { hu, hv, .. } => 1 + usize::from(hu.is_some()) + usize::from(hv.is_some()),
+            _ => 0,
+        };
+        (arrays_per_cell(self.scheme) + 24) * cells * precision.bytes() + (bathymetry + initial) * cells * 8
     }
     fn nominal_dt(&self) -> Option<f64> {
         self.dt

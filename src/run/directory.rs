@@ -286,9 +286,6 @@ pub fn not_held(path: &Path) -> Result<()> {
     }
 }
 
-/// The files listed in the manifest of `dir` (none where it has no manifest). A manifest that
-/// is not a list of plain file names is refused: `--overwrite` removes what it lists, and a
-/// path in it could reach beyond the directory.
 /// [`RunDir::frames`] of the directory at `path`, read without taking it (`sim check`).
 pub fn frames_at(path: &Path, name: &str, step: u64) -> Result<Vec<(u64, String)>> {
     Ok(listed_frames(path, &manifest(path)?, name, step))
@@ -303,6 +300,9 @@ fn listed_frames(path: &Path, listed: &BTreeSet<String>, name: &str, step: u64) 
         .collect()
 }
 
+/// The files listed in the manifest of `dir` (none where it has no manifest). A manifest that
+/// is not a list of plain file names is refused: `--overwrite` removes what it lists, and a
+/// path in it could reach beyond the directory.
 fn manifest(dir: &Path) -> Result<BTreeSet<String>> {
     let path = dir.join(MANIFEST);
     let text = match std::fs::read_to_string(&path) {

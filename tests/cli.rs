@@ -148,6 +148,14 @@ fn existing_run_directory_needs_overwrite() {
     expect_input_error(&dir, &["run", "good.yaml", "--out", "odd"], &["odd", "already holds files", "--overwrite"]);
     ok(sim(&dir, &["run", "good.yaml", "--out", "odd", "--overwrite", "--quiet", "--steps", "5"]));
     assert_eq!(std::fs::read_to_string(&odd).unwrap(), "mine");
+    // A file of the user's with a run file's name: --overwrite refuses it too, so the way out
+    // offered is to move it.
+    std::fs::create_dir_all(dir.join("own")).unwrap();
+    std::fs::write(dir.join("own/history.csv"), "mine").unwrap();
+    for args in [&["run", "good.yaml", "--out", "own"][..], &["run", "good.yaml", "--out", "own", "--overwrite"]] {
+        expect_input_error(&dir, args, &["history.csv", "move it away"]);
+    }
+    assert_eq!(std::fs::read_to_string(dir.join("own/history.csv")).unwrap(), "mine");
     std::fs::remove_dir_all(dir).unwrap();
 }
 

@@ -51,9 +51,13 @@ pub fn holds_files(path: &Path) -> Result<Option<String>> {
     let Some(first) = held.first() else { return Ok(None) };
     // Continuing is an option only where there is a checkpoint to continue from.
     let continued = held.iter().any(|n| n.starts_with("checkpoint_") && n.ends_with(".h5"));
-    let way_out = match manifest(path)?.is_empty() {
-        true => "none of them a run's: choose another --out, or pass --overwrite to write beside them".to_string(),
-        false => format!(
+    let listed = manifest(path)?;
+    // A file that sim did not write but a run would: --overwrite refuses it too (refuse_foreign).
+    let clash = held.iter().map(|n| n.strip_suffix(".tmp").unwrap_or(n)).find(|n| !listed.contains(*n) && is_run_file(n));
+    let way_out = match (clash, listed.is_empty()) {
+        (Some(name), _) => format!("{name}, which sim did not write, has the name of a file a run writes: move it away or choose another --out"),
+        (None, true) => "none of them a run's: choose another --out, or pass --overwrite to write beside them".to_string(),
+        (None, false) => format!(
             "pass --overwrite to replace the files of the earlier run{}",
             if continued { format!(", or continue it with: sim run --restart {}", path.display()) } else { String::new() }
         ),

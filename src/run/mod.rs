@@ -71,16 +71,13 @@ pub fn check_on(opts: &RunOptions, ranks: Option<usize>) -> Result<String> {
         // state is read.
         ck.check(crate::solvers::build_for_restart(&plan.case, plan.precision, &device, path, arrays)?.as_ref())?;
     }
-    // The initial state, checked as the run checks it, on its device (whose kernels refuse a
+    // The initial state, built as the run builds it, on its device (whose kernels refuse a
     // block they cannot launch); on one process: under a launcher the whole state need not
     // fit one rank's memory.
     let built = match (&plan.restart, ranks) {
         (None, None) => Some(crate::solvers::build_on(&plan.case, plan.precision, &device)?),
         _ => None,
     };
-    if let Some(s) = &built {
-        check_start(s.as_ref(), None)?;
-    }
     // An adaptive step (shallow water's `courant`) is known from the state only: its first
     // one, which the run also takes for its limits and the step counts it foresees.
     let adaptive = built.as_ref().is_some_and(|s| !s.dt_is_fixed());
@@ -93,6 +90,10 @@ pub fn check_on(opts: &RunOptions, ranks: Option<usize>) -> Result<String> {
     };
     if plan.restart.is_some() && !unfinished && stop.done_at(step, time, dt.unwrap_or(0.0), spec.clock()) {
         return past_the_end(step, &report::time_at(spec.clock(), time), &stop);
+    }
+    // Checked as the run checks it, after the limits as there.
+    if let Some(s) = &built {
+        check_start(s.as_ref(), None)?;
     }
     // The driver's steps replayed where they are few enough: those that land on output
     // instants count too.

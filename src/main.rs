@@ -190,14 +190,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
-        // Under a launcher every rank parses the same command line: rank 0 says what is wrong.
-        Err(e) if e.use_stderr() && sim::parallel::launcher().is_some_and(|(rank, _)| rank > 0) => {
-            return ExitCode::from(e.exit_code() as u8);
-        }
-        Err(e) => e.exit(),
-    };
+    let cli = Cli::parse();
     let run_opts = run_options(&cli.command);
     let program = std::env::current_exe().ok();
     // Under an MPI launcher (feature `mpi`): MPI runs until main returns. A restart's
